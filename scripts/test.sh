@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Runs every check and every test of every tend module, as CI does.
+#
+#   make test          # or: bash scripts/test.sh
+#
+# It installs and starts the real servers the tests need, and stops them after.
+# Heavy tools are built once per pinned version into .cache/ (git-ignored).
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+export GOFLAGS="${GOFLAGS:-} -buildvcs=false"
+
+# Modules, in dependency order. Each is tested in its own directory.
+modules=(.)
+for m in bench backends/postgres backends/etcd backends/kube examples; do
+  [ -f "$m/go.mod" ] && modules+=("$m")
+done
+
+step() { printf '\n=== %s\n' "$*"; }
+fail() { printf 'FAIL: %s\n' "$*" >&2; exit 1; }
+
+step "gofmt"
+unformatted=$(find . -name '*.go' -not -path './.cache/*' -print0 | xargs -0 gofmt -l)
+[ -z "$unformatted" ] || fail "gofmt would change: $unformatted"
+
+step "core module stays free of heavy dependencies"
+heavy='^(k8s\.io/|sigs\.k8s\.io/|go\.etcd\.io/etcd|github\.com/jackc/pgx|github\.com/lib/pq|github\.com/go-sql-driver|github\.com/mattn/go-sqlite3|modernc\.org/sqlite|go\.mongodb\.org/)'
+found=$( { GOWORK=off go list -deps -test ./...; GOWORK=off go list -m all; } | grep -E "$heavy" || true)
+[ -z "$found" ] || fail "the core module depends on: $found"
+
+step "go vet"
+for m in "${modules[@]}"; do (cd "$m" && go vet ./...) || fail "go vet in $m"; done
+
+# Real servers: each start_* function exports what the tests need and registers
+# its own cleanup.
+cleanups=()
+cleanup() { for c in "${cleanups[@]}"; do $c || true; done; }
+trap cleanup EXIT
+for s in scripts/servers/*.sh; do
+  [ -f "$s" ] || continue
+  # shellcheck source=/dev/null
+  source "$s"
+done
+
+step "go test -race"
+for m in "${modules[@]}"; do
+  (cd "$m" && go test -race -count=1 -timeout 20m ./...) || fail "tests in $m"
+done
+
+if [ -f bench/go.mod ]; then
+  step "benchmarks compile and run once"
+  (cd bench && go test -run '^$' -bench . -benchtime 1x ./...) || fail "benchmarks"
+fi
+
+step "all checks passed"
