@@ -1,0 +1,75 @@
+// Package statemachine declares typed State/Phase machines as data, checks them
+// when they are built, and decides, purely, what a controller does next.
+//
+// # State and Phase
+//
+// A document carries two values. Its State is the user's intent: what they want
+// (an ApiGateway Running, Stopped, Restarting or Deleted). Its Phase is the
+// system's progress: what is true or under way (Creating → Created → Starting →
+// Started → Stopping → Stopped → Deleting → Deleted). Users write State;
+// only the document's controller writes Phase. A controller drives each
+// document until its (State, Phase) pair is settled: intent reached.
+//
+// # Declaring a machine
+//
+// A [Definition] lists the states, the phases ([PhaseSpec]) and, for each pair,
+// what it means:
+//
+//   - settled ([Settle]): the intent is reached, nothing to do (Running in Started);
+//   - ruled ([Rule]): the pair begins a transitional phase (Running in Created
+//     begins Starting);
+//   - unreachable: the pair cannot occur; [Machine.Admit] refuses the intent.
+//
+// Phases are resting (they wait for intent), transitional (operations: ordered,
+// named steps, then a completion judged from observed conditions, then a Then
+// phase), terminal (no exits) or fault (where terminal failures wait for an
+// operator). A phase marked NoReturn is a point of no return: once an ApiGateway
+// is Deleting, nothing may lead back, and a change of intent is refused with an
+// error naming the phase. A path back that is intended, like a RuntimeDomain's
+// Deleted → Creating when its gateway starts again, is declared in Cycles.
+//
+// # Checked when built
+//
+// [New] rejects a definition with an error that names every offending pair or
+// phase (see New for the list). Above all, every (State, Phase) pair must be
+// covered: the seed's "vn8ofl" gateway sat forever, its stages and database
+// never cleaned up, because no handler matched its (State, Phase) pair; a
+// machine with such a hole does not build.
+// New also proves that, with the intent held constant, every ruled pair and
+// every operation reaches a settled pair.
+//
+// # Deciding
+//
+// [Machine.Decide] is pure: given the intent and the [Status] (phase, observed
+// [Condition] values, the checkpoint of the operation in flight) it returns a
+// [Decision]: Nothing, Begin a phase, Run a step, Complete, Wait, or Hold. The
+// controller executes it and folds the result with [Machine.Apply], which
+// returns the status to persist in one store write. There are no goroutines,
+// clocks or I/O here; times are passed in as data, operation ids are generated
+// by the caller. That is what makes machines property-testable with
+// [github.com/tendhq/tend/statemachine/smtest].
+//
+// Operations are never pre-empted: while a transitional phase runs, the intent is
+// not consulted; the next rule applies when it completes. Each operation has an
+// id recorded before its first step runs and reused on every retry. Steps
+// resume at the first one not done after a crash; a step that did part of its
+// work reports [Progressed] and runs again (the seed's "if hadTriggers {
+// deleteTriggers; return }").
+//
+// # Restarting without a second writer
+//
+// A Restarting intent means one stop-then-start cycle ending in Started. The
+// status remembers which operations completed since the machine adopted its
+// current intent (Status.Passed), so the gateway declares (Restarting, Started)
+// settled only After Starting, with a rule (Restarting, Started) → Stopping for
+// the time before. From Started that stops then starts; from Stopped or Created
+// it only starts. The intent stays Restarting afterwards; a new restart is a new
+// intent write after another (Running, for example) was acted on.
+//
+// # Diagrams
+//
+// [Machine.Mermaid] and [Machine.DOT] render a machine for docs; the concept
+// page's diagram is generated from the gateway machine.
+package statemachine
+
+//go:generate go test -run=^(TestExportGolden|TestDocsDiagram)$ -update .

@@ -1,0 +1,259 @@
+package statemachine_test
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/tendhq/tend/statemachine"
+)
+
+// State is the ApiGateway's intent, written by its user.
+type State string
+
+// The gateway's states.
+const (
+	Running    State = "Running"
+	Stopped    State = "Stopped"
+	Restarting State = "Restarting"
+	Deleted    State = "Deleted"
+)
+
+// Phase is the ApiGateway's progress, written only by its controller.
+type Phase string
+
+// The gateway's phases.
+const (
+	Creating     Phase = "Creating"
+	Created      Phase = "Created"
+	Starting     Phase = "Starting"
+	Started      Phase = "Started"
+	Stopping     Phase = "Stopping"
+	StoppedPhase Phase = "Stopped"
+	Deleting     Phase = "Deleting"
+	DeletedPhase Phase = "Deleted"
+)
+
+// gateway declares the ApiGateway machine of the seed: creation, start, stop,
+// a restart that is one stop-then-start cycle, and an ordered, checkpointed
+// cascade deletion past a point of no return.
+func gateway() statemachine.Definition[State, Phase] {
+	return statemachine.Definition[State, Phase]{
+		Name:    "ApiGateway",
+		States:  []State{Running, Stopped, Restarting, Deleted},
+		Initial: Creating,
+		Phases: []statemachine.PhaseSpec[Phase]{
+			{Phase: Creating, Kind: statemachine.Transitional, Then: Created,
+				Steps:      []string{"create_namespace", "create_database", "create_runtime_domain"},
+				Completion: []statemachine.Require{statemachine.Is("namespace_ready"), statemachine.Is("database_ready"), statemachine.Is("runtime_domain_present")}},
+			{Phase: Created},
+			{Phase: Starting, Kind: statemachine.Transitional, Then: Started,
+				Steps:      []string{"create_deployment", "create_service", "activate_runtime_domain"},
+				Completion: []statemachine.Require{statemachine.Is("deployment_available")}},
+			{Phase: Started},
+			{Phase: Stopping, Kind: statemachine.Transitional, Then: StoppedPhase,
+				Steps:      []string{"deactivate_runtime_domain", "delete_deployment", "delete_service"},
+				Completion: []statemachine.Require{statemachine.Not("instance_present")}},
+			{Phase: StoppedPhase},
+			{Phase: Deleting, Kind: statemachine.Transitional, NoReturn: true, Then: DeletedPhase,
+				Steps: []string{"delete_cron_triggers", "delete_cloud_functions", "delete_stages",
+					"delete_runtime_domain", "delete_instance", "delete_database", "delete_namespace"},
+				Completion: []statemachine.Require{statemachine.Not("runtime_domain_present"), statemachine.Not("instance_present"),
+					statemachine.Not("database_ready"), statemachine.Not("namespace_ready")}},
+			{Phase: DeletedPhase, Kind: statemachine.Terminal},
+		},
+		Settled: []statemachine.Settle[State, Phase]{
+			{State: Stopped, Phase: Created},
+			{State: Running, Phase: Started},
+			// Restarting settles in Started only once Starting has completed since
+			// the intent was adopted: from Started that takes Stopping first.
+			{State: Restarting, Phase: Started, After: []Phase{Starting}},
+			{State: Stopped, Phase: StoppedPhase},
+			{State: Deleted, Phase: DeletedPhase, Final: true},
+		},
+		Rules: []statemachine.Rule[State, Phase]{
+			{State: Running, Phase: Created, Begin: Starting},
+			{State: Restarting, Phase: Created, Begin: Starting},
+			{State: Deleted, Phase: Created, Begin: Deleting},
+			{State: Stopped, Phase: Started, Begin: Stopping},
+			{State: Restarting, Phase: Started, Begin: Stopping},
+			{State: Deleted, Phase: Started, Begin: Deleting},
+			{State: Running, Phase: StoppedPhase, Begin: Starting},
+			{State: Restarting, Phase: StoppedPhase, Begin: Starting},
+			{State: Deleted, Phase: StoppedPhase, Begin: Deleting},
+		},
+	}
+}
+
+// Building checks the definition; a machine with a hole is never built.
+func ExampleNew() {
+	def := gateway()
+	m, err := statemachine.New(def)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(m.Name(), len(m.States()), "states,", len(m.Phases()), "phases,", len(m.Steps()), "steps")
+
+	// The seed's "vn8ofl" bug: nothing handles a stopped gateway asked to be deleted.
+	def.Rules = def.Rules[:len(def.Rules)-1]
+	_, err = statemachine.New(def)
+	var pe *statemachine.PairError[State, Phase]
+	if errors.As(err, &pe) && errors.Is(err, statemachine.ErrUncovered) {
+		fmt.Printf("rejected: (%s, %s) is not covered\n", pe.State, pe.Phase)
+	}
+	// Output:
+	// ApiGateway 4 states, 8 phases, 16 steps
+	// rejected: (Deleted, Stopped) is not covered
+}
+
+// A controller's loop: decide, act, fold the result, persist, repeat.
+func ExampleMachine_Decide() {
+	m, err := statemachine.New(gateway())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	st := m.NewStatus()
+	ids := 0
+	for tick := 0; tick < 12; tick++ {
+		// Observe the world (here: everything Creating needs is ready).
+		st = st.Observe(now,
+			statemachine.Observation{Name: "namespace_ready", Status: tick >= 4},
+			statemachine.Observation{Name: "database_ready", Status: tick >= 4},
+			statemachine.Observation{Name: "runtime_domain_present", Status: tick >= 4},
+		)
+		d, err := m.Decide(Stopped, st)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		var r statemachine.Result
+		switch d.Kind {
+		case statemachine.Nothing:
+			fmt.Println("settled in", st.Phase)
+			return
+		case statemachine.Begin:
+			ids++
+			r.OperationID = fmt.Sprint("op-", ids) // persisted before any step runs
+			fmt.Println("begin", d.Next)
+		case statemachine.Run:
+			r.Outcome = statemachine.Done // the step's idempotent action went here
+			fmt.Println("run", d.Step, "for", d.Operation.ID)
+		case statemachine.Wait:
+			fmt.Println("wait for", d.Pending[0])
+		case statemachine.Complete:
+			fmt.Println("complete into", d.Next)
+		}
+		if st, err = m.Apply(st, d, r); err != nil {
+			fmt.Println(err)
+			return
+		}
+	}
+	// Output:
+	// begin Creating
+	// run create_namespace for op-1
+	// run create_database for op-1
+	// run create_runtime_domain for op-1
+	// complete into Created
+	// settled in Created
+}
+
+// A change of intent while deleting is refused, naming the phase; the committed
+// deletion carries on.
+func ExampleMachine_Admit() {
+	m, err := statemachine.New(gateway())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(m.Admit(Running, StoppedPhase))
+	err = m.Admit(Running, Deleting)
+	fmt.Println(errors.Is(err, statemachine.ErrIntentRefused), err)
+
+	st := statemachine.Status[State, Phase]{Phase: Deleting, Target: Deleted,
+		Operation: &statemachine.Operation[Phase]{ID: "op-7", Phase: Deleting, From: Started, Done: []string{"delete_cron_triggers"}}}
+	d, _ := m.Decide(Running, st)
+	fmt.Println(d.Kind, d.Step, d.Refused != nil)
+	// Output:
+	// <nil>
+	// true statemachine: ApiGateway: intent Running refused in phase Deleting: the phase is past a point of no return
+	// run delete_cloud_functions true
+}
+
+// Restarting is one stop-then-start cycle ending in Started, driven by the
+// status alone: the machine remembers which phases completed since it adopted
+// the intent.
+func ExampleSettle_after() {
+	m, err := statemachine.New(gateway())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	st := statemachine.Status[State, Phase]{Phase: Started, Target: Running}
+	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	ids := 0
+	for range 20 {
+		st = st.Observe(now,
+			statemachine.Observation{Name: "deployment_available", Status: st.Phase == Starting},
+			statemachine.Observation{Name: "instance_present", Status: st.Phase == Starting})
+		d, _ := m.Decide(Restarting, st)
+		var r statemachine.Result
+		switch d.Kind {
+		case statemachine.Nothing:
+			fmt.Println("settled in", st.Phase, "after", st.Passed)
+			return
+		case statemachine.Begin:
+			ids++
+			r.OperationID = fmt.Sprint(ids)
+			fmt.Println(st.Phase, "→", d.Next)
+		case statemachine.Run:
+			r.Outcome = statemachine.Done
+		}
+		st, _ = m.Apply(st, d, r)
+	}
+	// Output:
+	// Started → Stopping
+	// Stopped → Starting
+	// settled in Started after [Stopping Starting]
+}
+
+// The Mermaid export feeds the docs; a golden test keeps the gateway's current.
+func ExampleMachine_Mermaid() {
+	m, err := statemachine.New(statemachine.Definition[string, string]{
+		Name:    "Light",
+		States:  []string{"On", "Off"},
+		Initial: "Dark",
+		Phases: []statemachine.PhaseSpec[string]{
+			{Phase: "Dark"},
+			{Phase: "Brightening", Kind: statemachine.Transitional, Steps: []string{"switch_on"},
+				Completion: []statemachine.Require{statemachine.Is("lit")}, Then: "Lit"},
+			{Phase: "Lit"},
+			{Phase: "Dimming", Kind: statemachine.Transitional, Steps: []string{"switch_off"},
+				Completion: []statemachine.Require{statemachine.Not("lit")}, Then: "Dark"},
+		},
+		Settled: []statemachine.Settle[string, string]{{State: "Off", Phase: "Dark"}, {State: "On", Phase: "Lit"}},
+		Rules: []statemachine.Rule[string, string]{
+			{State: "On", Phase: "Dark", Begin: "Brightening"},
+			{State: "Off", Phase: "Lit", Begin: "Dimming"},
+		},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Print(m.Mermaid())
+	// Output:
+	// stateDiagram-v2
+	//     %% Light: generated by statemachine.Machine.Mermaid; do not edit.
+	//     [*] --> Dark
+	//     Dark : settles Off
+	//     Brightening : 1. switch_on
+	//     Lit : settles On
+	//     Dimming : 1. switch_off
+	//     Dark --> Brightening : On
+	//     Brightening --> Lit : when lit
+	//     Lit --> Dimming : Off
+	//     Dimming --> Dark : when not lit
+}

@@ -1,0 +1,161 @@
+package statemachine
+
+import "slices"
+
+// Machine is a checked, immutable machine built by [New]. It is safe for
+// concurrent use: every method is a pure function of its arguments.
+type Machine[S, P comparable] struct {
+	name     string
+	states   []S
+	stateIx  map[S]int
+	phases   []PhaseSpec[P]
+	phaseIx  map[P]int
+	initial  int
+	failure  int // index of the Fault phase, -1 when none
+	settled  map[Pair[S, P]]Settle[S, P]
+	rules    map[Pair[S, P]]Rule[S, P]
+	unreach  map[Pair[S, P]]bool
+	cycles   map[Edge[P]]bool
+	edges    []edge   // in declaration order, merged by (from, to, kind)
+	admitted [][]bool // [phase][state]: false when the intent is refused there
+	def      Definition[S, P]
+}
+
+// edgeKind classifies the edges of the phase graph.
+type edgeKind int
+
+const (
+	ruleEdge edgeKind = iota
+	completionEdge
+	failureEdge
+)
+
+// edge is one edge of the phase graph, by phase index.
+type edge struct {
+	from, to int
+	kind     edgeKind
+	states   []int // the rule's states, for rule edges
+}
+
+// Name returns the machine's name.
+func (m *Machine[S, P]) Name() string { return m.name }
+
+// States returns the machine's states in declaration order.
+func (m *Machine[S, P]) States() []S { return slices.Clone(m.states) }
+
+// Phases returns the machine's phases in declaration order.
+func (m *Machine[S, P]) Phases() []P {
+	out := make([]P, len(m.phases))
+	for i, ps := range m.phases {
+		out[i] = ps.Phase
+	}
+	return out
+}
+
+// Initial returns the phase of a new object.
+func (m *Machine[S, P]) Initial() P { return m.phases[m.initial].Phase }
+
+// NewStatus returns the status of a new object: the initial phase, nothing else.
+func (m *Machine[S, P]) NewStatus() Status[S, P] { return Status[S, P]{Phase: m.Initial()} }
+
+// Spec returns the declaration of phase p.
+func (m *Machine[S, P]) Spec(p P) (PhaseSpec[P], bool) {
+	i, ok := m.phaseIx[p]
+	if !ok {
+		return PhaseSpec[P]{}, false
+	}
+	ps := m.phases[i]
+	ps.Steps = slices.Clone(ps.Steps)
+	ps.Completion = slices.Clone(ps.Completion)
+	return ps, true
+}
+
+// Definition returns a copy of the definition the machine was built from.
+func (m *Machine[S, P]) Definition() Definition[S, P] { return cloneDefinition(m.def) }
+
+// Steps returns every step name of every transitional phase, sorted and without
+// repeats. A controller checks that each has an implementation.
+func (m *Machine[S, P]) Steps() []string {
+	var out []string
+	for _, ps := range m.phases {
+		out = append(out, ps.Steps...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// Conditions returns the name of every condition a completion requires, sorted
+// and without repeats. A controller checks that each is observed.
+func (m *Machine[S, P]) Conditions() []string {
+	var out []string
+	for _, ps := range m.phases {
+		for _, r := range ps.Completion {
+			out = append(out, r.Condition)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// Edges returns every phase change the machine can make (rules, completions and
+// terminal failures), without repeats, in declaration order.
+func (m *Machine[S, P]) Edges() []Edge[P] {
+	var out []Edge[P]
+	for _, e := range m.edges {
+		ed := Edge[P]{From: m.phases[e.from].Phase, To: m.phases[e.to].Phase}
+		if !slices.Contains(out, ed) {
+			out = append(out, ed)
+		}
+	}
+	return out
+}
+
+// Admit reports whether an object in phase may be given intent. It returns an
+// error matching [ErrUnknownState] or [ErrUnknownPhase] for values the machine
+// does not declare, and an [*IntentRefusedError] (matching [ErrIntentRefused])
+// when the phase is past a point of no return and intent can no longer be
+// reached from it, or when the pair is declared unreachable. An API calls Admit
+// before it writes a new intent, in the same compare-and-swap as the phase it
+// read; that is what makes declared-unreachable pairs truly unreachable.
+func (m *Machine[S, P]) Admit(intent S, phase P) error {
+	si, pi, err := m.indices(intent, phase)
+	if err != nil {
+		return err
+	}
+	if !m.admitted[pi][si] {
+		return &IntentRefusedError[S, P]{Machine: m.name, Intent: intent, Phase: phase}
+	}
+	if m.unreach[Pair[S, P]{intent, phase}] {
+		return &IntentRefusedError[S, P]{Machine: m.name, Intent: intent, Phase: phase, Unreachable: true}
+	}
+	return nil
+}
+
+func (m *Machine[S, P]) indices(s S, p P) (int, int, error) {
+	si, ok := m.stateIx[s]
+	if !ok {
+		return 0, 0, &StateError[S]{Machine: m.name, State: s, Err: ErrUnknownState, Detail: "intent is not a state of the machine"}
+	}
+	pi, ok := m.phaseIx[p]
+	if !ok {
+		return 0, 0, &PhaseError[P]{Machine: m.name, Phase: p, Err: ErrUnknownPhase, Detail: "status phase is not a phase of the machine"}
+	}
+	return si, pi, nil
+}
+
+func cloneDefinition[S, P comparable](d Definition[S, P]) Definition[S, P] {
+	d.States = slices.Clone(d.States)
+	d.Phases = slices.Clone(d.Phases)
+	for i := range d.Phases {
+		d.Phases[i].Steps = slices.Clone(d.Phases[i].Steps)
+		d.Phases[i].Completion = slices.Clone(d.Phases[i].Completion)
+	}
+	d.Settled = slices.Clone(d.Settled)
+	for i := range d.Settled {
+		d.Settled[i].After = slices.Clone(d.Settled[i].After)
+	}
+	d.Rules = slices.Clone(d.Rules)
+	d.Unreachable = slices.Clone(d.Unreachable)
+	d.Cycles = slices.Clone(d.Cycles)
+	return d
+}
