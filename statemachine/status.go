@@ -77,6 +77,16 @@ type Observation struct {
 	Reason string
 }
 
+// MachineStatus returns s itself. A user's status type that embeds Status
+// gets this method by promotion, which is how a controller finds the machine's
+// part of a larger status:
+//
+//	type GatewayStatus struct {
+//		statemachine.Status[State, Phase]
+//		Endpoint string `json:"endpoint,omitempty"`
+//	}
+func (s *Status[S, P]) MachineStatus() *Status[S, P] { return s }
+
 // Condition returns the condition named name and whether it was ever observed.
 func (s Status[S, P]) Condition(name string) (Condition, bool) {
 	for _, c := range s.Conditions {

@@ -1,0 +1,602 @@
+package etcd
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/tendhq/tend/store"
+)
+
+// DefaultPrefix is the key prefix used when Config.Prefix is empty.
+const DefaultPrefix = "/tend/"
+
+// listPage is how many documents one List request reads; larger kinds are
+// read in pages at the same revision.
+const listPage = 500
+
+// getBatch is how many single-key reads one transaction carries when List
+// fetches the documents an index named. etcd refuses transactions of more
+// than 128 operations by default.
+const getBatch = 100
+
+// deleteRetries bounds how often Delete without a revision precondition
+// re-reads a document that keeps changing under it.
+const deleteRetries = 16
+
+// Config configures a [Store].
+type Config struct {
+	// Client is the etcd client the store uses. Required. The store never
+	// closes it.
+	Client *clientv3.Client
+	// Prefix is put in front of every key the store writes, so several
+	// stores can share a cluster. It should end with "/". Empty means
+	// [DefaultPrefix].
+	Prefix string
+	// Kinds are the kinds the store holds; each must pass
+	// [store.ValidateKind]. Required.
+	Kinds []string
+	// Logger receives the few events the store handles itself (a failed
+	// best-effort lease revocation). Nil means no logs.
+	Logger *zap.Logger
+}
+
+// Store is a [store.Backend] on etcd. It is safe for concurrent use and
+// holds no state of its own beyond its configuration: any number of Stores,
+// in any number of processes, may share a cluster and prefix.
+type Store struct {
+	cli    *clientv3.Client
+	log    *zap.Logger
+	keys   keyspace
+	kinds  map[string]bool
+	sorted []string
+	// compacted is the newest revision discarded by Compact: events up to
+	// it that a watch has received from etcd but not yet delivered are
+	// discarded too.
+	compacted atomic.Int64
+}
+
+var (
+	_ store.Backend   = (*Store)(nil)
+	_ store.Compactor = (*Store)(nil)
+)
+
+// New returns a store on cfg.Client. It starts no goroutine and makes no
+// request.
+func New(cfg Config) (*Store, error) {
+	if cfg.Client == nil {
+		return nil, errors.New("etcd: Config.Client is nil")
+	}
+	if len(cfg.Kinds) == 0 {
+		return nil, errors.New("etcd: Config.Kinds is empty")
+	}
+	prefix := cfg.Prefix
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	s := &Store{
+		cli:   cfg.Client,
+		log:   cfg.Logger,
+		keys:  keyspace{prefix: prefix},
+		kinds: make(map[string]bool, len(cfg.Kinds)),
+	}
+	if s.log == nil {
+		s.log = zap.NewNop()
+	}
+	for _, k := range cfg.Kinds {
+		if err := store.ValidateKind(k); err != nil {
+			return nil, fmt.Errorf("etcd: Config.Kinds: %w", err)
+		}
+		if s.kinds[k] {
+			return nil, fmt.Errorf("etcd: Config.Kinds: %q listed twice", k)
+		}
+		s.kinds[k] = true
+		s.sorted = append(s.sorted, k)
+	}
+	slices.Sort(s.sorted)
+	return s, nil
+}
+
+// Kinds returns the kinds the store was configured with, sorted.
+func (s *Store) Kinds() []string { return slices.Clone(s.sorted) }
+
+// Get returns the stored document.
+func (s *Store) Get(ctx context.Context, kind, key string) (store.Document, error) {
+	const op = "get"
+	if err := s.check(ctx, op, kind, key); err != nil {
+		return store.Document{}, err
+	}
+	resp, err := s.cli.Get(ctx, s.keys.doc(kind, key))
+	if err != nil {
+		return store.Document{}, s.fail(ctx, op, kind, key, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return store.Document{}, &store.Error{Op: op, Kind: kind, Key: key, Err: store.ErrNotFound}
+	}
+	return s.decode(op, kind, resp.Kvs[0])
+}
+
+// List returns the matching documents, ordered by key, read at one
+// revision. An owner UID, or else the first "k=v" or "k in (…)" requirement
+// of the selector, is served from index keys; the rest of the selector
+// filters the candidates.
+func (s *Store) List(ctx context.Context, kind string, opts store.ListOptions) (store.ListResult, error) {
+	const op = "list"
+	if err := s.checkKind(ctx, op, kind, ""); err != nil {
+		return store.ListResult{}, err
+	}
+	if err := opts.Selector.Validate(); err != nil {
+		return store.ListResult{}, &store.Error{Op: op, Kind: kind, Err: err}
+	}
+	for {
+		res, err := s.list(ctx, kind, opts)
+		// The index was read at a revision compacted before the documents
+		// were: read both again.
+		if errors.Is(err, store.ErrCompacted) && ctx.Err() == nil {
+			continue
+		}
+		return res, err
+	}
+}
+
+func (s *Store) list(ctx context.Context, kind string, opts store.ListOptions) (store.ListResult, error) {
+	const op = "list"
+	var kvs []*mvccpb.KeyValue
+	var rev int64
+	if prefixes := s.indexPrefixes(kind, opts); prefixes != nil {
+		ops := make([]clientv3.Op, len(prefixes))
+		for i, p := range prefixes {
+			ops[i] = clientv3.OpGet(p, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+		}
+		resp, err := s.cli.Txn(ctx).Then(ops...).Commit()
+		if err != nil {
+			return store.ListResult{}, s.fail(ctx, op, kind, "", err)
+		}
+		rev = resp.Header.Revision
+		var keys []string
+		for i, r := range resp.Responses {
+			for _, kv := range r.GetResponseRange().Kvs {
+				keys = append(keys, strings.TrimPrefix(string(kv.Key), prefixes[i]))
+			}
+		}
+		slices.Sort(keys)
+		keys = slices.Compact(keys)
+		for batch := range slices.Chunk(keys, getBatch) {
+			gets := make([]clientv3.Op, len(batch))
+			for i, k := range batch {
+				gets[i] = clientv3.OpGet(s.keys.doc(kind, k), clientv3.WithRev(rev))
+			}
+			resp, err := s.cli.Txn(ctx).Then(gets...).Commit()
+			if err != nil {
+				return store.ListResult{}, s.fail(ctx, op, kind, "", err)
+			}
+			for _, r := range resp.Responses {
+				kvs = append(kvs, r.GetResponseRange().Kvs...)
+			}
+		}
+	} else {
+		prefix := s.keys.docs(kind)
+		from, end := prefix, clientv3.GetPrefixRangeEnd(prefix)
+		for {
+			resp, err := s.cli.Get(ctx, from, clientv3.WithRange(end), clientv3.WithRev(rev), clientv3.WithLimit(listPage))
+			if err != nil {
+				return store.ListResult{}, s.fail(ctx, op, kind, "", err)
+			}
+			if rev == 0 {
+				rev = resp.Header.Revision
+			}
+			kvs = append(kvs, resp.Kvs...)
+			if !resp.More || len(resp.Kvs) == 0 {
+				break
+			}
+			from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+		}
+	}
+	res := store.ListResult{Items: make([]store.Document, 0, len(kvs)), Revision: rev}
+	for _, kv := range kvs {
+		d, err := s.decode(op, kind, kv)
+		if err != nil {
+			return store.ListResult{}, err
+		}
+		if opts.Selector.Matches(d.Meta.Labels) && (opts.OwnerUID == "" || ownedBy(&d.Meta, opts.OwnerUID)) {
+			res.Items = append(res.Items, d)
+		}
+	}
+	return res, nil
+}
+
+// indexPrefixes returns the index ranges that hold every document List must
+// consider, or nil when it must scan the kind.
+func (s *Store) indexPrefixes(kind string, opts store.ListOptions) []string {
+	if opts.OwnerUID != "" {
+		return []string{s.keys.ownerIndex(kind, opts.OwnerUID)}
+	}
+	for _, r := range opts.Selector.Requirements() {
+		if r.Operator == store.Equals || r.Operator == store.In {
+			ps := make([]string, len(r.Values))
+			for i, v := range r.Values {
+				ps[i] = s.keys.labelIndex(kind, r.Key, v)
+			}
+			return ps
+		}
+	}
+	return nil
+}
+
+func ownedBy(m *store.Meta, uid string) bool {
+	return slices.ContainsFunc(m.Owners, func(o store.OwnerRef) bool { return o.UID == uid })
+}
+
+// Create stores a new document.
+func (s *Store) Create(ctx context.Context, doc store.Document) (store.Document, error) {
+	const op = "create"
+	m := &doc.Meta
+	if err := s.check(ctx, op, m.Kind, m.Key); err != nil {
+		return store.Document{}, err
+	}
+	var err error
+	switch {
+	case m.Revision != 0:
+		err = fmt.Errorf("%w: revision %d: a new document has revision 0", store.ErrInvalid, m.Revision)
+	case len(doc.Status) != 0:
+		err = fmt.Errorf("%w: status is written by UpdateStatus only", store.ErrInvalid)
+	default:
+		err = store.ValidateMeta(m)
+	}
+	if err != nil {
+		return store.Document{}, &store.Error{Op: op, Kind: m.Kind, Key: m.Key, Err: err}
+	}
+	now := time.Now().Round(0)
+	d := store.Document{
+		Meta: store.Meta{
+			Kind:       m.Kind,
+			Key:        m.Key,
+			UID:        rand.Text(),
+			Generation: 1,
+			CreatedAt:  now,
+			UpdatedAt:  now,
+			Finalizers: cloneSlice(m.Finalizers),
+			Owners:     cloneSlice(m.Owners),
+			Labels:     cloneMap(m.Labels),
+		},
+		Spec: cloneBytes(doc.Spec),
+	}
+	ops := append([]clientv3.Op{clientv3.OpPut(s.keys.doc(m.Kind, m.Key), string(encode(&d)))},
+		s.indexOps(nil, &d.Meta)...)
+	rev, err := s.write(ctx, op, m.Kind, m.Key, 0, ops)
+	if err != nil {
+		return store.Document{}, err
+	}
+	d.Meta.Revision = rev
+	return d, nil
+}
+
+// UpdateSpec writes the document's spec, labels, finalizers and owners.
+func (s *Store) UpdateSpec(ctx context.Context, doc store.Document) (store.Document, error) {
+	const op = "update spec"
+	m := &doc.Meta
+	if err := s.check(ctx, op, m.Kind, m.Key); err != nil {
+		return store.Document{}, err
+	}
+	if err := store.ValidateMeta(m); err != nil {
+		return store.Document{}, &store.Error{Op: op, Kind: m.Kind, Key: m.Key, Err: err}
+	}
+	cur, err := s.current(ctx, op, m.Kind, m.Key, m.Revision, true)
+	if err != nil {
+		return store.Document{}, err
+	}
+	if cur.Meta.Terminating() {
+		for _, f := range m.Finalizers {
+			if !cur.Meta.HasFinalizer(f) {
+				return store.Document{}, &store.Error{Op: op, Kind: m.Kind, Key: m.Key,
+					Err: fmt.Errorf("%w: cannot add finalizer %q: deletion was requested", store.ErrInvalid, f)}
+			}
+		}
+	}
+	specChanged := !bytes.Equal(cur.Spec, doc.Spec)
+	labelsChanged := !maps.Equal(cur.Meta.Labels, m.Labels)
+	ownersChanged := !slices.Equal(cur.Meta.Owners, m.Owners)
+	if !specChanged && !labelsChanged && !ownersChanged && slices.Equal(cur.Meta.Finalizers, m.Finalizers) {
+		return cur, nil
+	}
+	next := cur
+	if specChanged {
+		next.Spec = cloneBytes(doc.Spec)
+		next.Meta.Generation++
+	}
+	next.Meta.Labels = cloneMap(m.Labels)
+	next.Meta.Owners = cloneSlice(m.Owners)
+	next.Meta.Finalizers = cloneSlice(m.Finalizers)
+	next.Meta.UpdatedAt = time.Now().Round(0)
+	docKey := s.keys.doc(m.Kind, m.Key)
+	var ops []clientv3.Op
+	if next.Meta.Terminating() && len(next.Meta.Finalizers) == 0 {
+		// The last finalizer is gone: remove the document and its index
+		// keys in one step.
+		ops = append([]clientv3.Op{clientv3.OpDelete(docKey)}, s.indexOps(&cur.Meta, nil)...)
+	} else {
+		ops = append([]clientv3.Op{clientv3.OpPut(docKey, string(encode(&next)))}, s.indexOps(&cur.Meta, &next.Meta)...)
+	}
+	rev, err := s.write(ctx, op, m.Kind, m.Key, m.Revision, ops)
+	if err != nil {
+		return store.Document{}, err
+	}
+	next.Meta.Revision = rev
+	return next, nil
+}
+
+// UpdateStatus writes the document's status.
+func (s *Store) UpdateStatus(ctx context.Context, doc store.Document) (store.Document, error) {
+	const op = "update status"
+	m := &doc.Meta
+	if err := s.check(ctx, op, m.Kind, m.Key); err != nil {
+		return store.Document{}, err
+	}
+	cur, err := s.current(ctx, op, m.Kind, m.Key, m.Revision, true)
+	if err != nil {
+		return store.Document{}, err
+	}
+	if bytes.Equal(cur.Status, doc.Status) {
+		return cur, nil
+	}
+	next := cur
+	next.Status = cloneBytes(doc.Status)
+	next.Meta.UpdatedAt = time.Now().Round(0)
+	put := clientv3.OpPut(s.keys.doc(m.Kind, m.Key), string(encode(&next)))
+	rev, err := s.write(ctx, op, m.Kind, m.Key, m.Revision, []clientv3.Op{put})
+	if err != nil {
+		return store.Document{}, err
+	}
+	next.Meta.Revision = rev
+	return next, nil
+}
+
+// Delete removes the document, or marks it Terminating if it has
+// finalizers. Without a revision precondition it retries when the document
+// changes between its read and its write.
+func (s *Store) Delete(ctx context.Context, kind, key string, opts store.DeleteOptions) error {
+	const op = "delete"
+	if err := s.check(ctx, op, kind, key); err != nil {
+		return err
+	}
+	for attempt := 0; ; attempt++ {
+		cur, err := s.current(ctx, op, kind, key, opts.Revision, opts.Revision != 0)
+		if err != nil {
+			return err
+		}
+		switch {
+		case opts.UID != "" && opts.UID != cur.Meta.UID:
+			return &store.Error{Op: op, Kind: kind, Key: key,
+				Err: fmt.Errorf("%w: UID %q is not the stored %q", store.ErrConflict, opts.UID, cur.Meta.UID)}
+		case cur.Meta.Terminating():
+			return nil
+		}
+		docKey := s.keys.doc(kind, key)
+		var ops []clientv3.Op
+		if len(cur.Meta.Finalizers) == 0 {
+			ops = append([]clientv3.Op{clientv3.OpDelete(docKey)}, s.indexOps(&cur.Meta, nil)...)
+		} else {
+			next := cur
+			now := time.Now().Round(0)
+			next.Meta.UpdatedAt, next.Meta.DeletionRequestedAt = now, now
+			ops = []clientv3.Op{clientv3.OpPut(docKey, string(encode(&next)))}
+		}
+		_, err = s.write(ctx, op, kind, key, cur.Meta.Revision, ops)
+		if opts.Revision == 0 && errors.Is(err, store.ErrConflict) && attempt < deleteRetries {
+			continue
+		}
+		return err
+	}
+}
+
+// check validates the kind and key of a request and returns ctx's error.
+func (s *Store) check(ctx context.Context, op, kind, key string) error {
+	if err := s.checkKind(ctx, op, kind, key); err != nil {
+		return err
+	}
+	if err := store.ValidateKey(key); err != nil {
+		return &store.Error{Op: op, Kind: kind, Key: key, Err: err}
+	}
+	return nil
+}
+
+// checkKind validates the kind of a request and returns ctx's error; key
+// only names the document in the error.
+func (s *Store) checkKind(ctx context.Context, op, kind, key string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if !s.kinds[kind] {
+		err := store.ErrUnknownKind
+		if verr := store.ValidateKind(kind); verr != nil {
+			err = verr
+		}
+		return &store.Error{Op: op, Kind: kind, Key: key, Err: err}
+	}
+	return nil
+}
+
+// current reads the stored document and, when checkRev is set, checks that
+// it is at revision rev. A fence carried by ctx is checked in the same read,
+// so a fenced writer that lost its lease learns that first.
+func (s *Store) current(ctx context.Context, op, kind, key string, rev int64, checkRev bool) (store.Document, error) {
+	ops := []clientv3.Op{clientv3.OpGet(s.keys.doc(kind, key))}
+	f, fenced := store.FenceFrom(ctx)
+	if fenced {
+		ops = append(ops, clientv3.OpGet(s.keys.lease(f.Lease), clientv3.WithKeysOnly()))
+	}
+	resp, err := s.cli.Txn(ctx).Then(ops...).Commit()
+	if err != nil {
+		return store.Document{}, s.fail(ctx, op, kind, key, err)
+	}
+	if fenced && !fenceHolds(f, resp.Responses[1].GetResponseRange().Kvs) {
+		return store.Document{}, fencedError(op, kind, key, f)
+	}
+	kvs := resp.Responses[0].GetResponseRange().Kvs
+	if len(kvs) == 0 {
+		return store.Document{}, &store.Error{Op: op, Kind: kind, Key: key, Err: store.ErrNotFound}
+	}
+	if checkRev && kvs[0].ModRevision != rev {
+		return store.Document{}, &store.Error{Op: op, Kind: kind, Key: key,
+			Err: fmt.Errorf("%w: revision %d is not the stored %d", store.ErrConflict, rev, kvs[0].ModRevision)}
+	}
+	return s.decode(op, kind, kvs[0])
+}
+
+// write commits ops if the document's stored revision is still rev (zero:
+// nothing is stored) and the fence carried by ctx still holds, and returns
+// the revision of the write.
+func (s *Store) write(ctx context.Context, op, kind, key string, rev int64, ops []clientv3.Op) (int64, error) {
+	docKey := s.keys.doc(kind, key)
+	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(docKey), "=", rev)}
+	orElse := []clientv3.Op{clientv3.OpGet(docKey, clientv3.WithKeysOnly())}
+	f, fenced := store.FenceFrom(ctx)
+	if fenced {
+		if f.Token <= 0 {
+			return 0, fencedError(op, kind, key, f)
+		}
+		leaseKey := s.keys.lease(f.Lease)
+		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(leaseKey), "=", f.Token))
+		orElse = append(orElse, clientv3.OpGet(leaseKey, clientv3.WithKeysOnly()))
+	}
+	resp, err := s.cli.Txn(ctx).If(cmps...).Then(ops...).Else(orElse...).Commit()
+	if err != nil {
+		return 0, s.fail(ctx, op, kind, key, err)
+	}
+	if resp.Succeeded {
+		return resp.Header.Revision, nil
+	}
+	if fenced && !fenceHolds(f, resp.Responses[1].GetResponseRange().Kvs) {
+		return 0, fencedError(op, kind, key, f)
+	}
+	switch kvs := resp.Responses[0].GetResponseRange().Kvs; {
+	case len(kvs) == 0:
+		return 0, &store.Error{Op: op, Kind: kind, Key: key, Err: store.ErrNotFound}
+	case rev == 0:
+		return 0, &store.Error{Op: op, Kind: kind, Key: key, Err: store.ErrAlreadyExists}
+	default:
+		return 0, &store.Error{Op: op, Kind: kind, Key: key,
+			Err: fmt.Errorf("%w: revision %d is not the stored %d", store.ErrConflict, rev, kvs[0].ModRevision)}
+	}
+}
+
+// fenceHolds reports whether the lease key read (kvs) is still the one
+// created at the fence's token.
+func fenceHolds(f store.Fence, kvs []*mvccpb.KeyValue) bool {
+	return f.Token > 0 && len(kvs) == 1 && kvs[0].CreateRevision == f.Token
+}
+
+func fencedError(op, kind, key string, f store.Fence) error {
+	return &store.Error{Op: op, Kind: kind, Key: key,
+		Err: fmt.Errorf("%w: lease %q is no longer held at token %d", store.ErrFenced, f.Lease, f.Token)}
+}
+
+// indexOps returns the operations that move a document's index keys from
+// old's labels and owners to next's. Either may be nil.
+func (s *Store) indexOps(old, next *store.Meta) []clientv3.Op {
+	have, want := s.indexKeys(old), s.indexKeys(next)
+	var ops []clientv3.Op
+	for _, k := range have {
+		if !slices.Contains(want, k) {
+			ops = append(ops, clientv3.OpDelete(k))
+		}
+	}
+	for _, k := range want {
+		if !slices.Contains(have, k) {
+			ops = append(ops, clientv3.OpPut(k, ""))
+		}
+	}
+	return ops
+}
+
+// indexKeys returns the label and owner index keys of m, sorted.
+func (s *Store) indexKeys(m *store.Meta) []string {
+	if m == nil {
+		return nil
+	}
+	keys := make([]string, 0, len(m.Labels)+len(m.Owners))
+	for k, v := range m.Labels {
+		keys = append(keys, s.keys.labelIndex(m.Kind, k, v)+m.Key)
+	}
+	for _, o := range m.Owners {
+		keys = append(keys, s.keys.ownerIndex(m.Kind, o.UID)+m.Key)
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys)
+}
+
+// decode turns a stored key-value into a document of kind.
+func (s *Store) decode(op, kind string, kv *mvccpb.KeyValue) (store.Document, error) {
+	key := strings.TrimPrefix(string(kv.Key), s.keys.docs(kind))
+	d, err := decode(kv.Value)
+	if err != nil {
+		return store.Document{}, &store.Error{Op: op, Kind: kind, Key: key, Err: err}
+	}
+	d.Meta.Kind, d.Meta.Key, d.Meta.Revision = kind, key, kv.ModRevision
+	return d, nil
+}
+
+// Compact discards etcd's history before revision+1, so that a watch from
+// any revision before revision fails with [store.ErrCompacted]. When
+// revision is the current one, a marker key is written first to move the
+// cluster past it. See [store.Compactor].
+func (s *Store) Compact(ctx context.Context, revision int64) error {
+	const op = "compact"
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	resp, err := s.cli.Get(ctx, s.keys.compactMarker(), clientv3.WithCountOnly())
+	if err != nil {
+		return s.fail(ctx, op, "", "", err)
+	}
+	if revision < 0 || revision > resp.Header.Revision {
+		return &store.Error{Op: op, Err: fmt.Errorf("%w: revision %d is outside 0..%d", store.ErrInvalid, revision, resp.Header.Revision)}
+	}
+	if revision == resp.Header.Revision {
+		if _, err := s.cli.Put(ctx, s.keys.compactMarker(), ""); err != nil {
+			return s.fail(ctx, op, "", "", err)
+		}
+	}
+	if _, err := s.cli.Compact(ctx, revision+1); err != nil && !errors.Is(err, rpctypes.ErrCompacted) {
+		return s.fail(ctx, op, "", "", err)
+	}
+	for {
+		c := s.compacted.Load()
+		if c >= revision || s.compacted.CompareAndSwap(c, revision) {
+			return nil
+		}
+	}
+}
+
+func cloneBytes(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return bytes.Clone(b)
+}
+
+func cloneSlice[T any](s []T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	return slices.Clone(s)
+}
+
+func cloneMap(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	return maps.Clone(m)
+}

@@ -1,0 +1,236 @@
+package etcd_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/tendhq/tend/store"
+)
+
+// TestCompactedByEtcd: when etcd itself compacts (as its auto-compaction
+// does), a watch from a discarded revision fails with store.ErrCompacted,
+// and so does every later Next.
+func TestCompactedByEtcd(t *testing.T) {
+	s, cli := newStore(t, "Widget")
+	ctx := t.Context()
+	d, err := s.Create(ctx, store.Document{Meta: store.Meta{Kind: "Widget", Key: "k"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := d.Meta.Revision
+	for i := range 3 {
+		d.Status = fmt.Appendf(nil, `{"i":%d}`, i)
+		if d, err = s.UpdateStatus(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := cli.Compact(ctx, d.Meta.Revision); err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.Watch(ctx, "Widget", from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for range 2 {
+		if _, err := w.Next(ctx); !errors.Is(err, store.ErrCompacted) {
+			t.Fatalf("next on a watch from compacted revision %d: got %v, want ErrCompacted", from, err)
+		}
+	}
+	// From the compaction revision on, history is there.
+	w2, err := s.Watch(ctx, "Widget", d.Meta.Revision-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w2.Close()
+	e, err := w2.Next(ctx)
+	if err != nil || e.Revision != d.Meta.Revision {
+		t.Fatalf("watch from before the compaction revision: got %v at %d, want the change at %d", err, e.Revision, d.Meta.Revision)
+	}
+}
+
+// TestWatchExactlyOnce: concurrent writers make many changes; a watch read
+// while they write and one read afterwards each deliver every change
+// exactly once, in revision order, and nothing else. Index keys written in
+// the same transactions do not show up as events.
+func TestWatchExactlyOnce(t *testing.T) {
+	s, _ := newStore(t, "Widget")
+	ctx := t.Context()
+	start, err := s.List(ctx, "Widget", store.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, err := s.Watch(ctx, "Widget", start.Revision)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	after, err := s.Watch(ctx, "Widget", start.Revision)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer after.Close()
+
+	const writers, docs, updates = 4, 10, 40
+	var mu sync.Mutex // guards want
+	want := map[int64]store.EventType{}
+	record := func(rev int64, typ store.EventType) {
+		mu.Lock()
+		want[rev] = typ
+		mu.Unlock()
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := range writers {
+		wg.Go(func() {
+			errs <- func() error {
+				for i := range docs {
+					key := fmt.Sprintf("w%d/d%d", w, i)
+					d, err := s.Create(ctx, store.Document{Meta: store.Meta{Kind: "Widget", Key: key,
+						Labels: map[string]string{"writer": fmt.Sprint(w)}, Finalizers: []string{"example.com/keep"}}})
+					if err != nil {
+						return err
+					}
+					record(d.Meta.Revision, store.Added)
+					for u := range updates / docs {
+						d.Status = fmt.Appendf(nil, `{"u":%d}`, u)
+						if d, err = s.UpdateStatus(ctx, d); err != nil {
+							return err
+						}
+						record(d.Meta.Revision, store.Modified)
+					}
+					d.Meta.Labels = map[string]string{"writer": "done"}
+					d.Meta.Finalizers = nil
+					if d, err = s.UpdateSpec(ctx, d); err != nil {
+						return err
+					}
+					record(d.Meta.Revision, store.Modified)
+					if i%2 == 0 {
+						if err := s.Delete(ctx, "Widget", key, store.DeleteOptions{Revision: d.Meta.Revision}); err != nil {
+							return err
+						}
+					}
+				}
+				return nil
+			}()
+		})
+	}
+	type seen struct {
+		revs    []int64
+		deleted int
+		err     error
+	}
+	read := func(w store.Watch, n int) seen {
+		var out seen
+		for range n {
+			e, err := w.Next(ctx)
+			if err != nil {
+				out.err = err
+				return out
+			}
+			if e.Type == store.Deleted {
+				out.deleted++
+				continue
+			}
+			out.revs = append(out.revs, e.Revision)
+			mu.Lock()
+			typ, ok := want[e.Revision]
+			mu.Unlock()
+			if ok && typ != e.Type {
+				out.err = fmt.Errorf("event at %d is %v, want %v", e.Revision, e.Type, typ)
+				return out
+			}
+		}
+		return out
+	}
+	total := writers * docs * (1 + updates/docs + 1)
+	deletes := writers * docs / 2
+	liveSeen := make(chan seen, 1)
+	go func() { liveSeen <- read(live, total+deletes) }()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, got := range map[string]seen{"live": <-liveSeen, "after": read(after, total+deletes)} {
+		if got.err != nil {
+			t.Fatalf("%s watch: %v", name, got.err)
+		}
+		if got.deleted != deletes {
+			t.Errorf("%s watch: %d deletions, want %d", name, got.deleted, deletes)
+		}
+		if len(got.revs) != total {
+			t.Fatalf("%s watch: %d events, want %d", name, len(got.revs), total)
+		}
+		for i, rev := range got.revs {
+			if _, ok := want[rev]; !ok {
+				t.Fatalf("%s watch: event at %d matches no write", name, rev)
+			}
+			if i > 0 && rev <= got.revs[i-1] {
+				t.Fatalf("%s watch: revision %d after %d", name, rev, got.revs[i-1])
+			}
+		}
+	}
+}
+
+// TestTooLargeForOneTransaction: a document whose index keys exceed what
+// one etcd transaction carries is refused as invalid and nothing is
+// written.
+func TestTooLargeForOneTransaction(t *testing.T) {
+	s, cli := newStore(t, "Widget")
+	ctx := t.Context()
+	labels := map[string]string{}
+	for i := range 200 {
+		labels[fmt.Sprintf("l%d", i)] = "v"
+	}
+	resp, err := cli.Get(ctx, "/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := resp.Count
+	_, err = s.Create(ctx, store.Document{Meta: store.Meta{Kind: "Widget", Key: "big", Labels: labels}})
+	if !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("create with 200 labels: got %v, want ErrInvalid", err)
+	}
+	if _, err := s.Get(ctx, "Widget", "big"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("get after refused create: got %v, want ErrNotFound", err)
+	}
+	if resp, err = cli.Get(ctx, "/", clientv3.WithPrefix(), clientv3.WithCountOnly()); err != nil || resp.Count != before {
+		t.Fatalf("refused create left keys: %d then %d (%v)", before, resp.Count, err)
+	}
+}
+
+// TestNewerFormatRefused: a document stored by a newer format is refused
+// with a clear error matching store.ErrDecode.
+func TestNewerFormatRefused(t *testing.T) {
+	s, cli := newStore(t, "Widget")
+	ctx := t.Context()
+	d, err := s.Create(ctx, store.Document{Meta: store.Meta{Kind: "Widget", Key: "k"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := cli.Get(ctx, "/", clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range resp.Kvs {
+		if kv.ModRevision == d.Meta.Revision && len(kv.Value) > 0 {
+			v := append([]byte{99}, kv.Value[1:]...)
+			if _, err := cli.Put(context.Background(), string(kv.Key), string(v)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	_, err = s.Get(ctx, "Widget", "k")
+	if !errors.Is(err, store.ErrDecode) {
+		t.Fatalf("get of a newer format: got %v, want ErrDecode", err)
+	}
+	t.Log(err)
+}

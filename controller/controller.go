@@ -1,0 +1,433 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/tendhq/tend/workqueue"
+)
+
+// DefaultShutdownGracePeriod is how long a stopping controller lets in-flight
+// reconciles finish when [Config.ShutdownGracePeriod] is zero.
+const DefaultShutdownGracePeriod = 30 * time.Second
+
+// Errors returned by [New] and [Controller.Run].
+var (
+	// ErrInvalidConfig is returned, wrapped with the reason, by [New] and
+	// [NewManager] when a configuration value is missing or out of range.
+	ErrInvalidConfig = errors.New("controller: invalid config")
+	// ErrAlreadyRunning is returned by Run when the controller or manager is
+	// already running.
+	ErrAlreadyRunning = errors.New("controller: already running")
+)
+
+// Config configures a [Controller].
+type Config struct {
+	// Name identifies the controller in logs (field "controller"), in the
+	// controller label of its metrics and in the name label of its work
+	// queue's metrics. Required.
+	Name string
+
+	// Reconciler is called with each queued key. Required.
+	Reconciler Reconciler
+
+	// Sources queue keys; Run starts each one. See [Kind], [Owns],
+	// [Watches], [Resync] and [Channel].
+	Sources []Source
+
+	// Workers is how many keys are reconciled at once. Zero means 1.
+	Workers int
+
+	// RateLimiter decides how long a key waits before it is retried after an
+	// error. Nil means [workqueue.DefaultControllerRateLimiter].
+	RateLimiter workqueue.RateLimiter[string]
+
+	// Timeout bounds each reconcile: its context ends after Timeout. Zero
+	// means no bound.
+	Timeout time.Duration
+
+	// ShutdownGracePeriod is how long a stopping controller lets in-flight
+	// reconciles finish before it cancels their context. Zero means
+	// [DefaultShutdownGracePeriod].
+	ShutdownGracePeriod time.Duration
+
+	// Logger receives the controller's logs; it is named after the
+	// controller. Nil means no logs.
+	Logger *zap.Logger
+
+	// MetricsRegisterer receives the controller's metrics, under
+	// controller-runtime's names, and its work queue's. Nil means no metrics.
+	MetricsRegisterer prometheus.Registerer
+}
+
+// Controller reconciles the keys its sources queue, with a pool of workers
+// over one work queue: see the package documentation for the rules.
+type Controller struct {
+	name      string
+	rec       Reconciler
+	sources   []Source
+	workers   int
+	limiter   workqueue.RateLimiter[string]
+	timeout   time.Duration
+	grace     time.Duration
+	log       *zap.Logger // nil when logging is off
+	reg       prometheus.Registerer
+	metrics   *metrics // nil when metrics are off
+	idPrefix  string
+	idCounter atomic.Uint64
+	running   atomic.Bool
+}
+
+// New returns a controller configured by cfg. It starts nothing: see
+// [Controller.Run]. With a MetricsRegisterer it registers the controller's
+// metrics, so the same name cannot be used twice with one registry.
+func New(cfg Config) (*Controller, error) {
+	switch {
+	case cfg.Name == "":
+		return nil, fmt.Errorf("%w: Name is required", ErrInvalidConfig)
+	case cfg.Reconciler == nil:
+		return nil, fmt.Errorf("%w: Reconciler is required", ErrInvalidConfig)
+	case cfg.Workers < 0:
+		return nil, fmt.Errorf("%w: Workers %d is negative", ErrInvalidConfig, cfg.Workers)
+	case cfg.Timeout < 0:
+		return nil, fmt.Errorf("%w: Timeout %v is negative", ErrInvalidConfig, cfg.Timeout)
+	case cfg.ShutdownGracePeriod < 0:
+		return nil, fmt.Errorf("%w: ShutdownGracePeriod %v is negative", ErrInvalidConfig, cfg.ShutdownGracePeriod)
+	}
+	if i := slices.Index(cfg.Sources, nil); i >= 0 {
+		return nil, fmt.Errorf("%w: Sources[%d] is nil", ErrInvalidConfig, i)
+	}
+	c := &Controller{
+		name:     cfg.Name,
+		rec:      cfg.Reconciler,
+		sources:  slices.Clone(cfg.Sources),
+		workers:  max(cfg.Workers, 1),
+		limiter:  cfg.RateLimiter,
+		timeout:  cfg.Timeout,
+		grace:    orDefault(cfg.ShutdownGracePeriod, DefaultShutdownGracePeriod),
+		reg:      cfg.MetricsRegisterer,
+		idPrefix: strconv.FormatUint(uint64(rand.Uint32()), 16) + "-",
+	}
+	if c.limiter == nil {
+		c.limiter = workqueue.DefaultControllerRateLimiter[string]()
+	}
+	if cfg.Logger != nil {
+		c.log = cfg.Logger.Named(cfg.Name).With(zap.String("controller", cfg.Name))
+	}
+	if c.reg != nil {
+		m, err := newMetrics(c.reg, cfg.Name)
+		if err != nil {
+			return nil, err
+		}
+		m.workers.Set(float64(c.workers))
+		c.metrics = m
+	}
+	return c, nil
+}
+
+// orDefault returns v, or def when v is zero.
+func orDefault[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+// Name returns the controller's name.
+func (c *Controller) Name() string { return c.name }
+
+// Run starts the sources and the workers and blocks until ctx ends or a
+// source fails. It then stops the sources, lets in-flight reconciles finish
+// within [Config.ShutdownGracePeriod] (keys still waiting are dropped; their
+// context is cancelled when the period ends) and returns once every goroutine
+// it started has stopped. It returns nil after ctx ends, or the error of the
+// source that failed. Run may be called again after it returns, but not while
+// it runs ([ErrAlreadyRunning]).
+func (c *Controller) Run(ctx context.Context) error {
+	return c.run(ctx, context.WithoutCancel(ctx), nil)
+}
+
+// gate admits keys on behalf of a [Manager] that shards keys. A nil gate
+// admits every key.
+type gate interface {
+	// owns reports whether this replica may reconcile key now.
+	owns(key string) bool
+	// admit returns the context to reconcile key in (derived from parent,
+	// carrying the key's fence and cancelled when its lease is lost) and a
+	// func to call when the reconcile returns; ok is false when the replica
+	// may not reconcile key.
+	admit(parent context.Context, key string) (ctx context.Context, done func(), ok bool)
+	// subscribe returns a channel that receives a value whenever the replica
+	// gained keys whose sources must list them again, and a func that ends
+	// the subscription.
+	subscribe() (<-chan struct{}, func())
+}
+
+// run is Run with the stop signal split from the reconciles' context: stop
+// ending begins a graceful shutdown; base is the parent of every reconcile's
+// context (its values reach the reconciler, its end cancels reconciles at
+// once). g filters keys when not nil.
+func (c *Controller) run(stop, base context.Context, g gate) error {
+	if !c.running.CompareAndSwap(false, true) {
+		return fmt.Errorf("%w: %s", ErrAlreadyRunning, c.name)
+	}
+	defer c.running.Store(false)
+	q, err := workqueue.New(workqueue.Config[string]{Name: c.name, RateLimiter: c.limiter, MetricsRegisterer: c.reg})
+	if err != nil {
+		return fmt.Errorf("controller %s: %w", c.name, err)
+	}
+	r := &runner{c: c, q: q, gate: g}
+
+	work, cancelWork := context.WithCancelCause(base)
+	defer cancelWork(nil)
+	sourceCtx, stopSources := context.WithCancelCause(stop)
+	defer stopSources(nil)
+
+	var gained <-chan struct{}
+	if g != nil {
+		// Subscribe before any source lists, so that no gain between a
+		// source's first list and the subscription goes unnoticed.
+		var unsubscribe func()
+		gained, unsubscribe = g.subscribe()
+		defer unsubscribe()
+	}
+	var sources sync.WaitGroup
+	var failMu sync.Mutex // guards failed
+	var failed []error
+	for _, s := range c.sources {
+		sources.Go(func() {
+			if err := s.Start(sourceCtx, r); err != nil && sourceCtx.Err() == nil {
+				failMu.Lock()
+				failed = append(failed, err)
+				failMu.Unlock()
+				stopSources(err)
+			}
+		})
+	}
+	if g != nil {
+		sources.Go(func() { r.relistOnGain(sourceCtx, gained) })
+	}
+	var workers sync.WaitGroup
+	for range c.workers {
+		workers.Go(func() {
+			for r.next(work) {
+			}
+		})
+	}
+	if c.log != nil {
+		c.log.Info("controller started", zap.Int("workers", c.workers), zap.Int("sources", len(c.sources)))
+	}
+
+	<-sourceCtx.Done()
+	r.stopping.Store(true)
+	stopSources(nil)
+	sources.Wait()
+	grace, cancelGrace := context.WithTimeout(context.WithoutCancel(stop), c.grace)
+	if err := q.ShutDownWithDrain(grace); err != nil {
+		cancelWork(errShutdownTimeout)
+		if c.log != nil {
+			c.log.Warn("shutdown grace period over: cancelling in-flight reconciles", zap.Duration("gracePeriod", c.grace))
+		}
+	}
+	cancelGrace()
+	workers.Wait()
+	if c.log != nil {
+		c.log.Info("controller stopped")
+	}
+	return errors.Join(failed...)
+}
+
+// debug returns the controller's logger when it logs at debug level, else
+// nil, so that debug fields are built only when they will be written.
+func (c *Controller) debug() *zap.Logger {
+	if c.log != nil && c.log.Core().Enabled(zapcore.DebugLevel) {
+		return c.log
+	}
+	return nil
+}
+
+var errShutdownTimeout = errors.New("controller: shutdown grace period over")
+
+// errTimeout is the cause of a reconcile context that ran out of Config.Timeout.
+var errTimeout = errors.New("controller: reconcile timed out")
+
+// runner is the state of one Run; it is the [Enqueuer] handed to sources.
+type runner struct {
+	c        *Controller
+	q        *workqueue.Queue[string]
+	gate     gate
+	stopping atomic.Bool // set once shutdown began: workers drop the keys still queued
+}
+
+// Enqueue implements [Enqueuer].
+func (r *runner) Enqueue(key, reason string) {
+	if r.gate != nil && !r.gate.owns(key) {
+		return
+	}
+	if l := r.c.debug(); l != nil {
+		l.Debug("queued", zap.String("key", key), zap.String("reason", reason))
+	}
+	r.q.Add(key)
+}
+
+// EnqueueLow implements [Enqueuer].
+func (r *runner) EnqueueLow(key, reason string) {
+	if r.gate != nil && !r.gate.owns(key) {
+		return
+	}
+	if l := r.c.debug(); l != nil {
+		l.Debug("queued", zap.String("key", key), zap.String("reason", reason), zap.Int("priority", LowPriority))
+	}
+	r.q.AddWithOptions(key, workqueue.AddOptions{Priority: LowPriority})
+}
+
+// relistOnGain asks every source that can list to queue its keys again each
+// time gained reports new keys, until ctx ends.
+func (r *runner) relistOnGain(ctx context.Context, gained <-chan struct{}) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-gained:
+		}
+		for _, s := range r.c.sources {
+			l, ok := s.(relister)
+			if !ok {
+				continue
+			}
+			if err := l.relist(ctx, r); err != nil && ctx.Err() == nil && r.c.log != nil {
+				r.c.log.Error("listing again after gaining keys", zap.Error(err))
+			}
+		}
+	}
+}
+
+// next takes one key from the queue and reconciles it. It returns false once
+// the queue is shut down and empty.
+func (r *runner) next(ctx context.Context) bool {
+	key, shutdown := r.q.Get()
+	if shutdown {
+		return false
+	}
+	if !r.stopping.Load() {
+		r.reconcile(ctx, key)
+	}
+	r.q.Done(key)
+	return true
+}
+
+// reconcile runs the reconciler on key and acts on its verdict.
+func (r *runner) reconcile(ctx context.Context, key string) {
+	c := r.c
+	if r.gate != nil {
+		var done func()
+		var ok bool
+		if ctx, done, ok = r.gate.admit(ctx, key); !ok {
+			r.q.Forget(key)
+			if l := c.debug(); l != nil {
+				l.Debug("dropped: key not owned by this replica", zap.String("key", key))
+			}
+			return
+		}
+		defer done()
+	}
+	log := c.log
+	if log != nil {
+		log = log.With(zap.String("key", key), zap.String("reconcileID", c.idPrefix+strconv.FormatUint(c.idCounter.Add(1), 10)))
+		ctx = context.WithValue(ctx, loggerKey{}, log)
+		if c.debug() != nil {
+			log.Debug("reconciling")
+		}
+	}
+	if c.metrics != nil {
+		c.metrics.active.Inc()
+	}
+	start := time.Now()
+	res, panicked, timedOut, err := c.call(ctx, key)
+	elapsed := time.Since(start)
+	if c.metrics != nil {
+		c.metrics.active.Dec()
+	}
+
+	var o outcome
+	switch {
+	case err == nil && res.RequeueAfter > 0:
+		o = outcomeRequeueAfter
+		r.q.Forget(key)
+		r.q.AddAfter(key, res.RequeueAfter)
+		if log != nil && c.debug() != nil {
+			log.Debug("reconciled; queued again", zap.Duration("after", res.RequeueAfter), zap.Duration("took", elapsed))
+		}
+	case err == nil:
+		o = outcomeSuccess
+		r.q.Forget(key)
+		if log != nil && c.debug() != nil {
+			log.Debug("reconciled", zap.Duration("took", elapsed))
+		}
+	case !panicked && errors.Is(err, ErrTerminal):
+		o = outcomeTerminal
+		r.q.Forget(key)
+		if log != nil {
+			log.Error("reconcile failed; not retrying", zap.Error(err))
+		}
+	default:
+		o = outcomeError
+		if panicked {
+			o = outcomePanic
+		}
+		r.q.AddRateLimited(key)
+		if log != nil {
+			switch {
+			case ctx.Err() != nil && !timedOut:
+				log.Debug("reconcile interrupted", zap.Error(err))
+			case res.RequeueAfter > 0:
+				log.Error("reconcile failed; RequeueAfter ignored", zap.Error(err))
+			default:
+				log.Error("reconcile failed", zap.Error(err))
+			}
+		}
+	}
+	c.metrics.record(o, elapsed, timedOut)
+}
+
+// call runs the reconciler with the per-reconcile timeout and recovers a panic
+// into an error.
+func (c *Controller) call(ctx context.Context, key string) (res Result, panicked, timedOut bool, err error) {
+	if c.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, c.timeout, errTimeout)
+		defer cancel()
+		defer func() { timedOut = context.Cause(ctx) == errTimeout }()
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			panicked = true
+			err = &panicError{value: p, stack: debug.Stack()}
+		}
+	}()
+	res, err = c.rec.Reconcile(ctx, key)
+	return res, false, false, err
+}
+
+// panicError is a recovered panic; its message holds the stack.
+type panicError struct {
+	value any
+	stack []byte
+}
+
+func (e *panicError) Error() string {
+	return fmt.Sprintf("reconciler panicked: %v\n%s", e.value, e.stack)
+}

@@ -1,0 +1,108 @@
+// Package controller runs reconcilers: it turns changes in a store into keys,
+// queues them, and calls a [Reconciler] for each key with a pool of workers,
+// retrying failures with backoff, on one replica or spread over several.
+//
+// # Reconcilers are level-triggered
+//
+// A [Reconciler] has one method, Reconcile(ctx, key). It is given the key of
+// an object, never the event that queued it nor the reason: it reads the
+// newest state and drives the world towards it, so a burst of changes
+// collapses into one reconcile and a missed event costs nothing once another
+// arrives. [ReconcilerFunc] adapts a function. The same key is never
+// reconciled by two workers at once.
+//
+// What a reconcile returns decides what happens next:
+//
+//   - Result{} and a nil error: done until a source queues the key again.
+//   - Result{RequeueAfter: d}: reconciled again after d (polling progress no
+//     source reports). The key's backoff starts over.
+//   - An error: retried after the delay the rate limiter
+//     ([Config.RateLimiter]) returns, growing with each consecutive failure.
+//   - An error made by [Terminal] (it matches [ErrTerminal]): logged, counted
+//     and not retried until the key is queued again.
+//   - A panic: recovered, logged with its stack, counted and retried like an
+//     error.
+//
+// Each reconcile may be bounded by [Config.Timeout]. Its context carries a
+// logger with the controller, key and reconcile id ([LoggerFrom]).
+//
+// # Driving State/Phase machines
+//
+// A [Driver] is the Reconciler of documents governed by a
+// statemachine.Machine. For each key it reads the newest document, applies
+// the finalizer gate, asks the machine for its next decision, runs the step
+// the decision names, and writes phase, conditions, checkpoint and operation
+// id in one conflict-checked status write, deciding again until the document
+// settles, waits, or fails. Operation ids are persisted before the first step
+// of their operation runs and reused on every retry, so a crash at any point
+// resumes at the first unfinished step. A document deleted from the store is
+// driven to the machine's final pair before its finalizer is removed.
+//
+//	drv, err := controller.NewDriver(gateways, machine, controller.DriverConfig[GatewaySpec, GatewayStatus]{
+//		Steps:     map[string]controller.Step[GatewaySpec, GatewayStatus]{"create_namespace": createNamespace /* … */},
+//		Observers: map[string]controller.Observer[GatewaySpec, GatewayStatus]{"deployment_available": deploymentAvailable},
+//	})
+//	ctrl, err := controller.New(controller.Config{Name: "gateway", Reconciler: drv, Sources: []controller.Source{drv.Source()}})
+//
+// A parent's step cascades to its children by setting their intent and
+// waiting until they are gone ([Driver.Retire]) or settled ([Driver.Settle]);
+// it never reaches into a child's cleanup. [Driver.UpdateSpec] writes a new
+// intent after the machine admits it from the phase read at the same
+// revision, so an intent past a point of no return is refused with an error
+// naming the phase.
+//
+// # Sources
+//
+// A [Source] queues keys through an [Enqueuer]; [Controller.Run] starts each
+// one. The package provides:
+//
+//   - [Kind]: every document of a kind. It lists, then watches from the
+//     list's revision; it lists again when the store compacted the history
+//     it needs, and resumes from the last revision when its watch fell behind.
+//   - [Owns]: for each document of a dependent kind, the key of its
+//     controlling owner (the owner reference with Controller set and the
+//     given owner kind).
+//   - [Watches]: for each document of a kind, the keys a function maps it to.
+//   - [Resync]: every document of a kind, periodically, at [LowPriority] so
+//     the check never delays keys queued by changes.
+//   - [Channel]: keys received from a channel.
+//
+// [SourceFunc] adapts a function for anything else. The reason a source
+// gives is logged at debug level when the key is queued.
+//
+// # Running and stopping
+//
+// [New] starts nothing. [Controller.Run] runs the sources and
+// [Config.Workers] workers until its context ends, then stops the sources,
+// drops the keys still waiting, lets reconciles in flight finish with a live
+// context for up to [Config.ShutdownGracePeriod], cancels those still
+// running, and returns once every goroutine it started has stopped.
+//
+// # Replicas
+//
+// A [Manager] runs several controllers in one of three modes ([Mode]):
+// [Single] runs them all; [LeaderElection] runs them on the one replica that
+// holds a lease; [Sharded] hashes keys into shards ([ShardOf]), each a lease,
+// and spreads the shards evenly over the live replicas, moving them as
+// replicas come and go. Leases come from a store.Leaser, usually the store
+// the controllers watch. A replica reconciles a key only while it holds the
+// key's lease, stops at once (cancelling the reconcile's context) when it
+// loses it, and every reconcile's context carries the lease's fence
+// (store.WithFence), so the store refuses the writes of a replica that lost
+// its lease. See docs/scale-out.md for the reasoning.
+//
+// # Metrics and logs
+//
+// With [Config.MetricsRegisterer] set, a controller exports
+// controller-runtime's series, labelled with controller=[Config.Name], so
+// existing dashboards work: controller_runtime_reconcile_total (by result:
+// success, error, requeue_after), controller_runtime_reconcile_errors_total,
+// controller_runtime_terminal_reconcile_errors_total,
+// controller_runtime_reconcile_panics_total,
+// controller_runtime_reconcile_timeouts_total,
+// controller_runtime_reconcile_time_seconds,
+// controller_runtime_active_workers and
+// controller_runtime_max_concurrent_reconciles, plus its work queue's
+// workqueue_* series. With [Config.Logger] set it logs each failure once,
+// with the fields controller, key and reconcileID.
+package controller

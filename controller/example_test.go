@@ -1,0 +1,167 @@
+package controller_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+
+	"github.com/tendhq/tend/backends/memory"
+	"github.com/tendhq/tend/controller"
+	"github.com/tendhq/tend/store"
+)
+
+// A controller fed by a channel: each key is reconciled once, however often
+// it is queued while it waits.
+func Example() {
+	ctx, stop := context.WithCancel(context.Background())
+	keys := make(chan string, 3)
+	keys <- "team-a/gw-1"
+	keys <- "team-a/gw-1" // collapses with the waiting key
+	keys <- "team-b/gw-2"
+
+	c, err := controller.New(controller.Config{
+		Name: "gateways",
+		Reconciler: controller.ReconcilerFunc(func(ctx context.Context, key string) (controller.Result, error) {
+			fmt.Println("reconciling", key)
+			if key == "team-b/gw-2" {
+				stop()
+			}
+			return controller.Result{}, nil
+		}),
+		Sources: []controller.Source{controller.Channel(keys)},
+	})
+	if err != nil {
+		panic(err)
+	}
+	if err := c.Run(ctx); err != nil {
+		panic(err)
+	}
+	// Output:
+	// reconciling team-a/gw-1
+	// reconciling team-b/gw-2
+}
+
+// A controller watching a kind of a store: it copies each document's intent
+// into its status, the smallest possible reconcile.
+func ExampleKind() {
+	ctx, stop := context.WithCancel(context.Background())
+	s, err := memory.New(memory.Config{Kinds: []string{"Widget"}})
+	if err != nil {
+		panic(err)
+	}
+	for _, key := range []string{"a", "b"} {
+		if _, err := s.Create(ctx, store.Document{Meta: store.Meta{Kind: "Widget", Key: key}, Spec: []byte(`{"size":1}`)}); err != nil {
+			panic(err)
+		}
+	}
+
+	c, err := controller.New(controller.Config{
+		Name: "widgets",
+		Reconciler: controller.ReconcilerFunc(func(ctx context.Context, key string) (controller.Result, error) {
+			d, err := s.Get(ctx, "Widget", key)
+			if errors.Is(err, store.ErrNotFound) {
+				return controller.Result{}, nil // deleted: nothing to do
+			}
+			if err != nil {
+				return controller.Result{}, err
+			}
+			if string(d.Status) == string(d.Spec) {
+				fmt.Println(key, "is up to date")
+				if key == "b" {
+					stop()
+				}
+				return controller.Result{}, nil
+			}
+			d.Status = d.Spec
+			_, err = s.UpdateStatus(ctx, d) // a conflict is retried with backoff
+			fmt.Println(key, "updated")
+			return controller.Result{}, err
+		}),
+		Sources: []controller.Source{controller.Kind(s, "Widget")},
+	})
+	if err != nil {
+		panic(err)
+	}
+	if err := c.Run(ctx); err != nil {
+		panic(err)
+	}
+	// Output:
+	// a updated
+	// b updated
+	// a is up to date
+	// b is up to date
+}
+
+// A reconcile that can never succeed returns a terminal error: it is logged
+// and counted, and the key is not retried until it is queued again.
+func ExampleTerminal() {
+	err := fmt.Errorf("gateway team-a/gw-1: %w", controller.Terminal(errors.New("unknown region mars-1")))
+	fmt.Println(err)
+	fmt.Println(errors.Is(err, controller.ErrTerminal))
+	// Output:
+	// gateway team-a/gw-1: terminal: unknown region mars-1
+	// true
+}
+
+// A sharded manager: this replica is alone, so it takes every shard, and
+// each reconcile carries the fence of its key's shard lease.
+func ExampleManager() {
+	ctx, stop := context.WithCancel(context.Background())
+	s, err := memory.New(memory.Config{Kinds: []string{"Widget"}})
+	if err != nil {
+		panic(err)
+	}
+	keys := []string{"team-a/gw-1", "team-a/gw-2", "team-b/gw-1", "team-b/gw-2"}
+	for _, key := range keys {
+		if _, err := s.Create(ctx, store.Document{Meta: store.Meta{Kind: "Widget", Key: key}, Spec: []byte(`{}`)}); err != nil {
+			panic(err)
+		}
+	}
+
+	var mu sync.Mutex // guards seen
+	seen := map[string]string{}
+	c, err := controller.New(controller.Config{
+		Name: "widgets",
+		Reconciler: controller.ReconcilerFunc(func(ctx context.Context, key string) (controller.Result, error) {
+			fence, _ := store.FenceFrom(ctx)
+			mu.Lock()
+			defer mu.Unlock()
+			seen[key] = fence.Lease
+			if len(seen) == len(keys) {
+				stop()
+			}
+			return controller.Result{}, nil
+		}),
+		Sources: []controller.Source{controller.Kind(s, "Widget")},
+	})
+	if err != nil {
+		panic(err)
+	}
+	m, err := controller.NewManager(controller.ManagerConfig{
+		Controllers: []*controller.Controller{c},
+		Mode:        controller.Sharded,
+		Leaser:      s,
+		Identity:    "replica-1",
+		Shards:      4,
+	})
+	if err != nil {
+		panic(err)
+	}
+	if err := m.Run(ctx); err != nil {
+		panic(err)
+	}
+	for _, key := range slices.Sorted(maps.Keys(seen)) {
+		fmt.Printf("%s in shard %d, fenced by %s\n", key, controller.ShardOf(key, 4), seen[key])
+	}
+	leases, _ := s.ListLeases(context.Background(), "")
+	fmt.Println("leases held after Run:", len(leases))
+	// Output:
+	// team-a/gw-1 in shard 3, fenced by shard/3
+	// team-a/gw-2 in shard 2, fenced by shard/2
+	// team-b/gw-1 in shard 0, fenced by shard/0
+	// team-b/gw-2 in shard 1, fenced by shard/1
+	// leases held after Run: 0
+}

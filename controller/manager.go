@@ -1,0 +1,309 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/tendhq/tend/store"
+)
+
+// Mode says how the replicas of a [Manager] share the work.
+type Mode int
+
+const (
+	// Single runs every controller with no coordination: the only replica,
+	// or replicas whose keys never meet.
+	Single Mode = iota
+	// LeaderElection runs the controllers only on the replica that holds the
+	// lease "<LeasePrefix>leader"; the others stand by and take over when it
+	// lapses.
+	LeaderElection
+	// Sharded hashes keys into [ManagerConfig.Shards] shards (see [ShardOf]),
+	// each a lease "<LeasePrefix>shard/<n>", and spreads the shards evenly
+	// over the live replicas, which announce themselves with a lease
+	// "<LeasePrefix>member/<Identity>". A replica reconciles a key only while
+	// it holds the key's shard.
+	Sharded
+)
+
+// String returns "Single", "LeaderElection" or "Sharded".
+func (m Mode) String() string {
+	switch m {
+	case Single:
+		return "Single"
+	case LeaderElection:
+		return "LeaderElection"
+	case Sharded:
+		return "Sharded"
+	}
+	return "Mode(" + strconv.Itoa(int(m)) + ")"
+}
+
+// Defaults of [ManagerConfig].
+const (
+	DefaultLeaseDuration = 15 * time.Second
+	DefaultShards        = 32
+)
+
+// ManagerConfig configures a [Manager].
+type ManagerConfig struct {
+	// Controllers are the controllers to run; at least one, with distinct
+	// names. A controller belongs to one manager and is not run on its own
+	// meanwhile.
+	Controllers []*Controller
+
+	// Mode says how replicas share the work. The zero value is [Single].
+	Mode Mode
+
+	// Leaser hands out the leases of LeaderElection and Sharded: usually the
+	// store.Backend the controllers watch. Required unless Mode is Single.
+	// Reconciles of a leased key carry the lease's fence (store.WithFence),
+	// so their writes to a backend that checks fences fail with
+	// store.ErrFenced once the lease has passed to another replica.
+	Leaser store.Leaser
+
+	// Identity names this replica as a lease holder. It must be unique among
+	// live replicas. Empty means the host name followed by a random suffix.
+	Identity string
+
+	// LeasePrefix is prepended to every lease name, so several managers can
+	// share one store. Empty means none.
+	LeasePrefix string
+
+	// LeaseDuration is how long a lease lasts unless renewed: a dead
+	// replica's work moves after at most LeaseDuration + RenewPeriod. Zero
+	// means [DefaultLeaseDuration].
+	LeaseDuration time.Duration
+
+	// RenewPeriod is how often leases are renewed, a standby replica tries
+	// to take the lead, and shards are rebalanced. A replica that could not
+	// renew a lease for LeaseDuration − RenewPeriod stops the work it
+	// covers. Zero means LeaseDuration / 3; it must be below
+	// LeaseDuration / 2.
+	RenewPeriod time.Duration
+
+	// Shards is how many shards keys are hashed into in Sharded mode; every
+	// replica must use the same number. Zero means [DefaultShards].
+	Shards int
+
+	// Logger receives the manager's logs. Nil means no logs.
+	Logger *zap.Logger
+}
+
+// Manager runs several controllers and coordinates replicas of them through
+// a store's leases: see [Mode].
+type Manager struct {
+	controllers []*Controller
+	mode        Mode
+	leaser      store.Leaser
+	identity    string
+	prefix      string
+	ttl         time.Duration
+	renew       time.Duration
+	shards      int
+	log         *zap.Logger // nil when logging is off
+	running     atomic.Bool
+}
+
+// NewManager returns a manager configured by cfg. It starts nothing: see
+// [Manager.Run].
+func NewManager(cfg ManagerConfig) (*Manager, error) {
+	if len(cfg.Controllers) == 0 {
+		return nil, fmt.Errorf("%w: no Controllers", ErrInvalidConfig)
+	}
+	names := make(map[string]bool, len(cfg.Controllers))
+	for i, c := range cfg.Controllers {
+		if c == nil {
+			return nil, fmt.Errorf("%w: Controllers[%d] is nil", ErrInvalidConfig, i)
+		}
+		if names[c.name] {
+			return nil, fmt.Errorf("%w: two controllers are named %q", ErrInvalidConfig, c.name)
+		}
+		names[c.name] = true
+	}
+	m := &Manager{
+		controllers: append([]*Controller(nil), cfg.Controllers...),
+		mode:        cfg.Mode,
+		leaser:      cfg.Leaser,
+		identity:    cfg.Identity,
+		prefix:      cfg.LeasePrefix,
+		ttl:         orDefault(cfg.LeaseDuration, DefaultLeaseDuration),
+		shards:      orDefault(cfg.Shards, DefaultShards),
+	}
+	m.renew = orDefault(cfg.RenewPeriod, m.ttl/3)
+	switch {
+	case cfg.Mode < Single || cfg.Mode > Sharded:
+		return nil, fmt.Errorf("%w: unknown %v", ErrInvalidConfig, cfg.Mode)
+	case cfg.Mode != Single && cfg.Leaser == nil:
+		return nil, fmt.Errorf("%w: %v needs a Leaser", ErrInvalidConfig, cfg.Mode)
+	case cfg.LeaseDuration < 0 || cfg.RenewPeriod < 0 || cfg.Shards < 0:
+		return nil, fmt.Errorf("%w: LeaseDuration, RenewPeriod and Shards must not be negative", ErrInvalidConfig)
+	case m.renew <= 0 || 2*m.renew >= m.ttl:
+		return nil, fmt.Errorf("%w: RenewPeriod %v must be positive and below LeaseDuration/2 (%v)", ErrInvalidConfig, m.renew, m.ttl/2)
+	}
+	if m.identity == "" {
+		host, _ := os.Hostname()
+		m.identity = host + "-" + strconv.FormatUint(rand.Uint64()&0xffffffffffff, 36)
+	}
+	if cfg.Logger != nil {
+		m.log = cfg.Logger.Named("manager").With(zap.String("identity", m.identity))
+	}
+	return m, nil
+}
+
+// Identity returns the name this replica holds leases under.
+func (m *Manager) Identity() string { return m.identity }
+
+// Run runs the controllers as the mode says until ctx ends or a controller
+// fails, then stops them gracefully (see [Controller.Run]), gives up the
+// leases it holds and returns once every goroutine it started has stopped.
+// It returns nil after ctx ends, or the first controller's error.
+//
+// With LeaderElection, a replica that loses the lead stops its controllers
+// at once (their reconciles' context is cancelled) and stands by again.
+// With Sharded, a replica that loses or gives up a shard stops reconciling
+// its keys at once; one that gains a shard queues its keys again by asking
+// the sources that list ([Kind], [Owns], [Watches], [Resync]) to list again.
+func (m *Manager) Run(ctx context.Context) error {
+	if !m.running.CompareAndSwap(false, true) {
+		return fmt.Errorf("%w: manager %s", ErrAlreadyRunning, m.identity)
+	}
+	defer m.running.Store(false)
+	switch m.mode {
+	case LeaderElection:
+		return m.runLeader(ctx)
+	case Sharded:
+		return m.runSharded(ctx)
+	}
+	return m.runAll(ctx, context.WithoutCancel(ctx), nil)
+}
+
+// runAll runs every controller until stop ends or one fails.
+func (m *Manager) runAll(stop, base context.Context, g gate) error {
+	group, stop := errgroup.WithContext(stop)
+	for _, c := range m.controllers {
+		group.Go(func() error { return c.run(stop, base, g) })
+	}
+	return group.Wait()
+}
+
+// release gives a lease up, even after ctx ended.
+func (m *Manager) release(ctx context.Context, l store.Lease) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.renew)
+	defer cancel()
+	if err := m.leaser.ReleaseLease(ctx, l); err != nil && m.log != nil {
+		m.log.Warn("releasing lease", zap.String("lease", l.Name), zap.Error(err))
+	}
+}
+
+// acquire tries once to take the named lease; the returned held lease's
+// context derives from parent.
+func (m *Manager) acquire(ctx, parent context.Context, name string) (*held, error) {
+	start := time.Now()
+	l, err := m.leaser.AcquireLease(ctx, name, m.identity, m.ttl)
+	if err != nil {
+		return nil, err
+	}
+	return hold(parent, l, start.Add(m.ttl-m.renew)), nil
+}
+
+// keep renews h once; it ends h when the store says the lease is lost.
+func (m *Manager) keep(ctx context.Context, h *held) {
+	start := time.Now()
+	l, err := m.leaser.RenewLease(ctx, h.current())
+	switch {
+	case err == nil:
+		h.extend(l, start.Add(m.ttl-m.renew))
+	case errors.Is(err, store.ErrLeaseLost):
+		h.end(store.ErrLeaseLost)
+	case ctx.Err() == nil && m.log != nil:
+		m.log.Warn("renewing lease", zap.String("lease", h.current().Name), zap.Error(err))
+	}
+}
+
+// runLeader stands by until it takes the lead, runs the controllers while it
+// holds it, and stands by again when it loses it.
+func (m *Manager) runLeader(ctx context.Context) error {
+	name := m.prefix + "leader"
+	for {
+		h, err := m.acquire(ctx, context.WithoutCancel(ctx), name)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			if !errors.Is(err, store.ErrLeaseHeld) && m.log != nil {
+				m.log.Warn("taking the lead", zap.Error(err))
+			}
+			if !sleep(ctx, m.renew) {
+				return nil
+			}
+			continue
+		}
+		if m.log != nil {
+			m.log.Info("leading", zap.Int64("fence", h.current().Fence))
+		}
+		err = m.lead(ctx, h)
+		if err != nil || ctx.Err() != nil {
+			return err
+		}
+		if m.log != nil {
+			m.log.Warn("lost the lead; standing by", zap.Error(context.Cause(h.ctx)))
+		}
+	}
+}
+
+// lead runs the controllers while h is held.
+func (m *Manager) lead(ctx context.Context, h *held) error {
+	stop, cancelStop := context.WithCancel(ctx)
+	defer cancelStop()
+	context.AfterFunc(h.ctx, cancelStop)
+
+	var renewals sync.WaitGroup
+	renewals.Go(func() {
+		t := time.NewTicker(m.renew)
+		defer t.Stop()
+		for {
+			select {
+			case <-h.ctx.Done():
+				return
+			case <-t.C:
+				m.keep(h.ctx, h)
+			}
+		}
+	})
+	err := m.runAll(stop, h.ctx, nil)
+	lost := h.lost()
+	h.end(errGivenUp)
+	renewals.Wait()
+	if !lost {
+		m.release(ctx, h.current())
+	}
+	return err
+}
+
+// errGivenUp is the cause of a lease context ended because this replica gave
+// the lease up.
+var errGivenUp = errors.New("controller: lease given up")
+
+// runSharded runs the controllers behind a sharder, which holds shards while
+// they run and gives them up after they stopped.
+func (m *Manager) runSharded(ctx context.Context) error {
+	s := newSharder(m)
+	life, end := context.WithCancel(context.WithoutCancel(ctx))
+	var loop sync.WaitGroup
+	loop.Go(func() { s.run(ctx, life) })
+	err := m.runAll(ctx, context.WithoutCancel(ctx), s)
+	end()
+	loop.Wait()
+	return err
+}

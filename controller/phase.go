@@ -1,0 +1,616 @@
+package controller
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/tendhq/tend/finalizer"
+	"github.com/tendhq/tend/statemachine"
+	"github.com/tendhq/tend/store"
+)
+
+// Defaults of [DriverConfig].
+const (
+	// DefaultFinalizer is the finalizer a [Driver] puts on the documents of a
+	// machine with a final pair when DriverConfig.Finalizer is empty.
+	DefaultFinalizer = "tend.dev/machine"
+	// DefaultWaitInterval is how long a driver waits before it observes
+	// the conditions of an operation again when DriverConfig.WaitInterval is
+	// zero.
+	DefaultWaitInterval = 5 * time.Second
+	// DefaultProgressInterval is how soon a driver runs a step again after it
+	// reported [statemachine.Progressed] when DriverConfig.ProgressInterval
+	// is zero.
+	DefaultProgressInterval = 100 * time.Millisecond
+	// DefaultConflictRetries is how many times a reconcile reads a document
+	// again after a write conflicted when DriverConfig.ConflictRetries is
+	// zero.
+	DefaultConflictRetries = 5
+)
+
+// maxPasses bounds the decisions one reconcile acts on. Every machine settles
+// with its intent held constant, so the bound is only reached by a machine
+// with very many steps; the reconcile then asks to be queued again.
+const maxPasses = 100
+
+// HasIntent is the constraint on a document's Spec type: it carries the
+// user's intent, a State of the document's machine. Intent must have a value
+// receiver.
+type HasIntent[S comparable] interface {
+	Intent() S
+}
+
+// HasMachineStatus is the constraint on a pointer to a document's Status
+// type: it holds the machine's part of the status, which the [Driver] reads
+// and writes. A Status that embeds statemachine.Status[S, P] implements it
+// through the promoted [statemachine.Status.MachineStatus] method:
+//
+//	type GatewayStatus struct {
+//		statemachine.Status[State, Phase]
+//		Endpoint string `json:"endpoint,omitempty"`
+//	}
+type HasMachineStatus[S, P comparable] interface {
+	MachineStatus() *statemachine.Status[S, P]
+}
+
+// Step is the action of one named step of a machine's operation. It is
+// called with the document as last read, and opID, the id of the operation in
+// flight: the same on every retry and persisted before the step first ran,
+// so a non-idempotent action (an upload under {key}/{opID}/…) can key on it.
+//
+// A step must be idempotent: after a crash or a lost status write it runs
+// again. It returns the outcome of this run: [statemachine.Done] when the
+// step has no work left, [statemachine.Progressed] when it did part of its
+// work and must run again (delete a batch of children, return, run again),
+// [statemachine.Failed] with the error for a transient failure (retried with
+// backoff), [statemachine.FailedTerminal] for a failure an operator must look
+// at. An error that matches [ErrTerminal] (see [Terminal]) is terminal
+// whatever the outcome; any other non-nil error means Failed unless the
+// outcome is FailedTerminal.
+//
+// A step may record what it made in obj.Status (outside the machine's part):
+// the driver writes obj.Status with the step's outcome, in the same write,
+// whenever the outcome changes the machine's status (Done always does).
+type Step[Spec, Status any] func(ctx context.Context, obj *store.Object[Spec, Status], opID string) (statemachine.Outcome, error)
+
+// Observer observes one condition of a document: a fact of the world the
+// document describes (deployment_available, volume_ready…), read from that
+// world, never from the document's own status. reason is a short
+// explanation recorded with the condition. An error leaves the condition
+// unobserved and the reconcile is retried with backoff.
+type Observer[Spec, Status any] func(ctx context.Context, obj *store.Object[Spec, Status]) (status bool, reason string, err error)
+
+// DriverConfig configures a [Driver].
+type DriverConfig[Spec, Status any] struct {
+	// Steps maps the name of every step of the machine (see
+	// statemachine.Machine.Steps) to its action. Required: [NewDriver]
+	// fails naming each step without an action and each action that is no
+	// step of the machine.
+	Steps map[string]Step[Spec, Status]
+
+	// Observers maps the name of every condition the machine's completions
+	// require (see statemachine.Machine.Conditions) to its observer, checked
+	// as Steps are. Observers run only when an operation has done its steps
+	// and the machine judges its completion, and only for the conditions
+	// that completion requires.
+	Observers map[string]Observer[Spec, Status]
+
+	// Finalizer is the finalizer the driver puts on every document of a
+	// machine that has a final pair, so that a deleted document is driven to
+	// that pair before it is removed. Empty means [DefaultFinalizer]. It must
+	// pass store.ValidateFinalizer.
+	Finalizer string
+
+	// NewOperationID returns the id of a new operation. Nil means a random
+	// 26-character id (crypto/rand.Text).
+	NewOperationID func() string
+
+	// WaitInterval is how long the driver waits before it observes again the
+	// conditions of an operation whose completion does not hold yet. Zero
+	// means [DefaultWaitInterval].
+	WaitInterval time.Duration
+
+	// ProgressInterval is how soon a step that reported
+	// [statemachine.Progressed] runs again. Zero means
+	// [DefaultProgressInterval].
+	ProgressInterval time.Duration
+
+	// ConflictRetries is how many times one reconcile reads the document
+	// again after a write conflicted with another writer (a user changing the
+	// intent, typically) before it gives up and returns the conflict, to be
+	// retried with backoff. Zero means [DefaultConflictRetries].
+	ConflictRetries int
+
+	// MetricsRegisterer receives the phase metrics of the driver's kind
+	// (tend_phase_transitions_total and tend_phase_duration_seconds, with a
+	// kind label). Nil means no metrics.
+	MetricsRegisterer prometheus.Registerer
+}
+
+// Driver is the [Reconciler] of documents governed by a
+// statemachine.Machine: for each key, it drives the document's Phase towards
+// the intent its Spec holds, one decision of the machine at a time.
+// Build one with [NewDriver], and give it and its [Driver.Source] to a
+// [Controller].
+//
+// # A reconcile
+//
+//  1. Read the newest document. A document that is gone is done.
+//  2. Finalizer gate (machines with a final pair only): a document that is
+//     not Terminating gets the driver's finalizer first. A Terminating
+//     document is driven towards the machine's final state instead of the
+//     intent in its Spec.
+//  3. Decide: the machine decides from the intent and the machine's status.
+//     Before it judges an operation's completion, the observers of the
+//     conditions that completion requires are run and their observations
+//     recorded.
+//  4. Execute: Begin generates an operation id; Run calls the step's action
+//     with the operation's id.
+//  5. Apply the result and write the new status — phase, conditions,
+//     checkpoint, operation id and whatever the step recorded — in ONE
+//     store write conditional on the revision read. A conflict reads the
+//     document again and decides again ([DriverConfig.ConflictRetries]).
+//
+// The reconcile goes on deciding after each write that made progress
+// (begin, a step done, a completion), so a document whose steps are quick
+// converges in one reconcile; Begin is always written before the first step
+// runs. It ends with a result: done when the pair is settled (or held in the
+// Fault phase for an operator), queued again after
+// [DriverConfig.WaitInterval] while a completion does not hold, after
+// [DriverConfig.ProgressInterval] when a step progressed, an error (retried
+// with backoff) when a step failed, and a [Terminal] error when it failed
+// terminally (the status is then in the machine's Fault phase).
+//
+// # Crashes
+//
+// Every decision is re-derived from the stored status, so a driver that
+// stops at any point resumes at the first step not recorded done: a step
+// whose Done was lost runs again (steps are idempotent), a step never runs
+// before its operation's id is stored, and no recorded step runs again.
+//
+// # Deletion and the final pair
+//
+// A machine's final pair (a statemachine.Settle with Final set) is the end of
+// a document's life. When a document settles in it, the driver removes the
+// document: it deletes it and removes its finalizer. Deleting a document
+// through the store (it becomes Terminating) is the same as setting its intent
+// to the final pair's state: the driver drives it there, runs every cleanup
+// step the machine declares, and then removes its finalizer. A document whose
+// pair is held (a terminal failure) stays Terminating, its failure in its
+// status, until an operator intervenes. A machine without a final pair gets
+// no finalizer: deleting its documents removes them at once.
+//
+// # Intent
+//
+// Users change intent with [Driver.UpdateSpec], which refuses an intent the
+// machine cannot reach from the phase read in the same revision. An intent
+// written otherwise and refused by the machine is logged and ignored: the
+// driver keeps serving the intent it adopted last.
+//
+// A Driver is safe for concurrent use; a [Controller] never reconciles one
+// key twice at once.
+type Driver[Spec, Status any] struct {
+	impl driverImpl[Spec, Status]
+	coll *store.Collection[Spec, Status]
+}
+
+// driverImpl is the part of a Driver that depends on the machine's types.
+type driverImpl[Spec, Status any] interface {
+	reconcile(ctx context.Context, key string) (Result, error)
+	updateSpec(ctx context.Context, key string, set func(*Spec)) (*store.Object[Spec, Status], error)
+	cascade(ctx context.Context, opts store.ListOptions, set func(*Spec), untilGone bool) (statemachine.Outcome, error)
+}
+
+// NewDriver returns a driver of the documents of collection c governed by
+// machine m. It checks that every step of m has an action and every
+// condition an observer, and validates cfg; errors match
+// [ErrInvalidConfig]. With a MetricsRegisterer it registers the phase
+// metrics of the collection's kind.
+//
+// Spec and Status are the document's types; Spec reports the intent
+// ([HasIntent]) and a pointer to Status holds the machine's status
+// ([HasMachineStatus]). All type arguments are inferred from c and m.
+func NewDriver[Spec HasIntent[S], Status any, PStatus interface {
+	*Status
+	HasMachineStatus[S, P]
+}, S, P comparable](c *store.Collection[Spec, Status], m *statemachine.Machine[S, P], cfg DriverConfig[Spec, Status]) (*Driver[Spec, Status], error) {
+	if c == nil || m == nil {
+		return nil, fmt.Errorf("%w: NewDriver needs a collection and a machine", ErrInvalidConfig)
+	}
+	var problems []string
+	for _, name := range m.Steps() {
+		if cfg.Steps[name] == nil {
+			problems = append(problems, fmt.Sprintf("step %q has no action", name))
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Steps)) {
+		if !slices.Contains(m.Steps(), name) {
+			problems = append(problems, fmt.Sprintf("action %q is not a step of the machine", name))
+		}
+	}
+	for _, name := range m.Conditions() {
+		if cfg.Observers[name] == nil {
+			problems = append(problems, fmt.Sprintf("condition %q has no observer", name))
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Observers)) {
+		if !slices.Contains(m.Conditions(), name) {
+			problems = append(problems, fmt.Sprintf("observer %q observes no condition of the machine", name))
+		}
+	}
+	switch {
+	case cfg.WaitInterval < 0:
+		problems = append(problems, fmt.Sprintf("WaitInterval %v is negative", cfg.WaitInterval))
+	case cfg.ProgressInterval < 0:
+		problems = append(problems, fmt.Sprintf("ProgressInterval %v is negative", cfg.ProgressInterval))
+	case cfg.ConflictRetries < 0:
+		problems = append(problems, fmt.Sprintf("ConflictRetries %d is negative", cfg.ConflictRetries))
+	}
+	fin := cmp.Or(cfg.Finalizer, DefaultFinalizer)
+	if err := store.ValidateFinalizer(fin); err != nil {
+		problems = append(problems, err.Error())
+	}
+	var final *S
+	for _, s := range m.Definition().Settled {
+		switch {
+		case !s.Final:
+		case final == nil:
+			final = &s.State
+		case *final != s.State:
+			problems = append(problems, fmt.Sprintf("final pairs name two states, %v and %v", *final, s.State))
+		}
+	}
+	if problems != nil {
+		return nil, fmt.Errorf("%w: driver of %s with machine %s: %s", ErrInvalidConfig, c.Kind(), m.Name(), strings.Join(problems, "; "))
+	}
+	d := &phaseDriver[Spec, Status, PStatus, S, P]{
+		c:         c,
+		m:         m,
+		steps:     maps.Clone(cfg.Steps),
+		observers: maps.Clone(cfg.Observers),
+		finalizer: fin,
+		final:     final,
+		newID:     cfg.NewOperationID,
+		wait:      cmp.Or(cfg.WaitInterval, DefaultWaitInterval),
+		progress:  cmp.Or(cfg.ProgressInterval, DefaultProgressInterval),
+		conflicts: cmp.Or(cfg.ConflictRetries, DefaultConflictRetries),
+	}
+	if d.newID == nil {
+		d.newID = rand.Text
+	}
+	if cfg.MetricsRegisterer != nil {
+		pm, err := newPhaseMetrics(cfg.MetricsRegisterer, c.Kind(), m)
+		if err != nil {
+			return nil, err
+		}
+		d.metrics = pm
+	}
+	return &Driver[Spec, Status]{impl: d, coll: c}, nil
+}
+
+// Reconcile implements [Reconciler]: it drives the document under key, as the
+// type's documentation describes.
+func (d *Driver[Spec, Status]) Reconcile(ctx context.Context, key string) (Result, error) {
+	return d.impl.reconcile(ctx, key)
+}
+
+// Source returns the source that queues the key of every document of the
+// driver's kind, added, changed or deleted: [Kind] over the collection's
+// backend. Add [Owns] for the kinds whose documents the driver's steps
+// create or retire, so a change to one of them queues its owner.
+func (d *Driver[Spec, Status]) Source() Source {
+	return Kind(d.coll.Backend(), d.coll.Kind())
+}
+
+// Collection returns the collection the driver reads and writes.
+func (d *Driver[Spec, Status]) Collection() *store.Collection[Spec, Status] { return d.coll }
+
+// phaseDriver is a Driver's implementation, with the machine's types.
+type phaseDriver[Spec HasIntent[S], Status any, PStatus interface {
+	*Status
+	HasMachineStatus[S, P]
+}, S, P comparable] struct {
+	c         *store.Collection[Spec, Status]
+	m         *statemachine.Machine[S, P]
+	steps     map[string]Step[Spec, Status]
+	observers map[string]Observer[Spec, Status]
+	finalizer string
+	final     *S // the state of the final pairs; nil when the machine has none
+	newID     func() string
+	wait      time.Duration
+	progress  time.Duration
+	conflicts int
+	metrics   *phaseMetrics[P] // nil when metrics are off
+}
+
+// machineStatus returns the machine's part of obj's status, read as the
+// driver sees it: a status never written is the machine's new status.
+func (d *phaseDriver[Spec, Status, PStatus, S, P]) machineStatus(obj *store.Object[Spec, Status]) statemachine.Status[S, P] {
+	st := *PStatus(&obj.Status).MachineStatus()
+	var zero P
+	if st.Phase == zero {
+		if _, ok := d.m.Spec(zero); !ok {
+			return d.m.NewStatus()
+		}
+	}
+	return st
+}
+
+// intent returns the intent the driver serves for obj: the Spec's, or the
+// final state while obj is Terminating.
+func (d *phaseDriver[Spec, Status, PStatus, S, P]) intent(obj *store.Object[Spec, Status]) S {
+	if d.final != nil && obj.Terminating() {
+		return *d.final
+	}
+	return obj.Spec.Intent()
+}
+
+// pass is what one decision led to.
+type pass int
+
+const (
+	passAgain  pass = iota // decide again on the object as it now is
+	passReread             // a write conflicted: read the object again
+	passEnd                // the reconcile ends with the result and error given
+)
+
+func (d *phaseDriver[Spec, Status, PStatus, S, P]) reconcile(ctx context.Context, key string) (Result, error) {
+	log := LoggerFrom(ctx)
+	if log.Core().Enabled(zapcore.ErrorLevel) {
+		log = log.With(zap.String("kind", d.c.Kind()))
+	} else {
+		log = nil
+	}
+	var obj *store.Object[Spec, Status]
+	conflicts := 0
+	for range maxPasses {
+		if obj == nil {
+			var err error
+			if obj, err = d.c.Get(ctx, key); err != nil {
+				if errors.Is(err, store.ErrNotFound) {
+					d.metrics.forget(key)
+					return Result{}, nil
+				}
+				return Result{}, err
+			}
+		}
+		next, p, res, err := d.pass(ctx, log, obj)
+		switch p {
+		case passEnd:
+			return res, err
+		case passReread:
+			if conflicts++; conflicts > d.conflicts {
+				return Result{}, err
+			}
+			obj = nil
+		default:
+			obj = next
+		}
+	}
+	return Result{RequeueAfter: d.progress}, nil
+}
+
+// pass acts on one decision for obj. It returns the object as written (for
+// passAgain), or what the reconcile ends with.
+func (d *phaseDriver[Spec, Status, PStatus, S, P]) pass(ctx context.Context, log *zap.Logger, obj *store.Object[Spec, Status]) (*store.Object[Spec, Status], pass, Result, error) {
+	end := func(res Result, err error) (*store.Object[Spec, Status], pass, Result, error) {
+		return nil, passEnd, res, err
+	}
+	if d.final != nil {
+		switch finalizer.StateOf(&finObject[Spec, Status]{c: d.c, obj: obj}, d.finalizer) {
+		case finalizer.Absent:
+			fo := &finObject[Spec, Status]{c: d.c, obj: obj}
+			if err := finalizer.Add(ctx, fo, d.finalizer); err != nil {
+				if errors.Is(err, store.ErrNotFound) || errors.Is(err, finalizer.ErrTerminating) {
+					return end(Result{}, nil)
+				}
+				return end(Result{}, err)
+			}
+			return fo.obj, passAgain, Result{}, nil
+		case finalizer.Finalized:
+			return end(Result{}, nil) // another controller's deletion to finish
+		}
+	}
+
+	read := d.machineStatus(obj)
+	intent := d.intent(obj)
+	dec, err := d.m.Decide(intent, read)
+	if err != nil {
+		return end(Result{}, Terminal(fmt.Errorf("%s %q: %w", d.c.Kind(), obj.Key, err)))
+	}
+	st := read
+	if dec.Kind == statemachine.Wait || dec.Kind == statemachine.Complete {
+		if st, err = d.observe(ctx, obj, st); err != nil {
+			return end(Result{}, err)
+		}
+		if dec, err = d.m.Decide(intent, st); err != nil {
+			return end(Result{}, Terminal(fmt.Errorf("%s %q: %w", d.c.Kind(), obj.Key, err)))
+		}
+	}
+	if dec.Refused != nil && log != nil {
+		log.Warn("intent refused; serving the intent adopted last", zap.Error(dec.Refused),
+			zap.Any("serving", dec.Intent))
+	}
+
+	var r statemachine.Result
+	switch dec.Kind {
+	case statemachine.Nothing:
+		if dec.Final {
+			return d.remove(ctx, obj)
+		}
+	case statemachine.Begin:
+		r.OperationID = d.newID()
+	case statemachine.Run:
+		r.Outcome, r.Err = d.run(ctx, obj, dec)
+		if ctx.Err() != nil && r.Outcome != statemachine.Done {
+			// Cancelled (shutdown, timeout, lease lost): record nothing.
+			return end(Result{}, cmp.Or(r.Err, ctx.Err()))
+		}
+	}
+	next, err := d.m.Apply(st, dec, r)
+	if err != nil {
+		return end(Result{}, fmt.Errorf("%s %q: %w", d.c.Kind(), obj.Key, err))
+	}
+	if !next.Equal(read) {
+		*PStatus(&obj.Status).MachineStatus() = next
+		written, err := d.writeStatus(ctx, obj)
+		switch {
+		case errors.Is(err, store.ErrConflict):
+			return nil, passReread, Result{}, err
+		case errors.Is(err, store.ErrNotFound):
+			d.metrics.forget(obj.Key)
+			return end(Result{}, nil)
+		case err != nil:
+			return end(Result{}, err)
+		}
+		obj = written
+		if next.Phase != read.Phase {
+			d.metrics.transition(obj.Key, read.Phase, next.Phase, time.Now())
+			if log != nil {
+				log.Info("phase changed", zap.Any("from", read.Phase), zap.Any("to", next.Phase),
+					zap.Any("intent", dec.Intent), zap.Stringer("decision", dec.Kind))
+			}
+		}
+	}
+
+	switch dec.Kind {
+	case statemachine.Begin, statemachine.Complete:
+		return obj, passAgain, Result{}, nil
+	case statemachine.Wait:
+		return end(Result{RequeueAfter: d.wait}, nil)
+	case statemachine.Hold:
+		if log != nil {
+			log.Info("held in the fault phase for an operator", zap.Any("phase", dec.Phase), zap.String("reason", dec.Reason))
+		}
+		return end(Result{}, nil)
+	case statemachine.Run:
+		switch r.Outcome {
+		case statemachine.Done:
+			return obj, passAgain, Result{}, nil
+		case statemachine.Progressed:
+			return end(Result{RequeueAfter: d.progress}, nil)
+		}
+		err := fmt.Errorf("%s %q: step %s of operation %s (%v): %w", d.c.Kind(), obj.Key, dec.Step,
+			dec.Operation.ID, dec.Operation.Phase, cmp.Or(r.Err, errors.New(r.Outcome.String())))
+		if r.Outcome == statemachine.FailedTerminal {
+			err = Terminal(err)
+		}
+		return end(Result{}, err)
+	}
+	return end(Result{}, nil)
+}
+
+// writeStatus writes obj's status, conditional on obj's revision, and returns
+// obj with the stored metadata. The object written is not decoded again: its
+// spec is the one read at that revision and its status the one just written.
+func (d *phaseDriver[Spec, Status, PStatus, S, P]) writeStatus(ctx context.Context, obj *store.Object[Spec, Status]) (*store.Object[Spec, Status], error) {
+	doc, err := d.c.Encode(obj)
+	if err != nil {
+		return nil, err
+	}
+	stored, err := d.c.Backend().UpdateStatus(ctx, doc)
+	if err != nil {
+		return nil, err
+	}
+	obj.Meta = stored.Meta
+	return obj, nil
+}
+
+// run calls the step dec names and classifies its result.
+func (d *phaseDriver[Spec, Status, PStatus, S, P]) run(ctx context.Context, obj *store.Object[Spec, Status], dec statemachine.Decision[S, P]) (statemachine.Outcome, error) {
+	out, err := d.steps[dec.Step](ctx, obj, dec.Operation.ID)
+	switch {
+	case errors.Is(err, ErrTerminal):
+		return statemachine.FailedTerminal, err
+	case err != nil && out != statemachine.FailedTerminal:
+		return statemachine.Failed, err
+	}
+	return out, err
+}
+
+// observe runs the observers of the conditions the completion of st's phase
+// requires and returns st with the observations recorded.
+func (d *phaseDriver[Spec, Status, PStatus, S, P]) observe(ctx context.Context, obj *store.Object[Spec, Status], st statemachine.Status[S, P]) (statemachine.Status[S, P], error) {
+	ps, _ := d.m.Spec(st.Phase)
+	obs := make([]statemachine.Observation, 0, len(ps.Completion))
+	for _, req := range ps.Completion {
+		ok, reason, err := d.observers[req.Condition](ctx, obj)
+		if err != nil {
+			return st, fmt.Errorf("%s %q: observing %s: %w", d.c.Kind(), obj.Key, req.Condition, err)
+		}
+		obs = append(obs, statemachine.Observation{Name: req.Condition, Status: ok, Reason: reason})
+	}
+	return st.Observe(time.Now(), obs...), nil
+}
+
+// remove ends the life of a document settled in the final pair: it deletes
+// it, if it is not Terminating yet, then removes the driver's finalizer.
+func (d *phaseDriver[Spec, Status, PStatus, S, P]) remove(ctx context.Context, obj *store.Object[Spec, Status]) (*store.Object[Spec, Status], pass, Result, error) {
+	key := obj.Key
+	fo := &finObject[Spec, Status]{c: d.c, obj: obj}
+	if !obj.Terminating() {
+		err := d.c.Delete(ctx, key, store.DeleteOptions{UID: obj.UID, Revision: obj.Revision})
+		if errors.Is(err, store.ErrConflict) {
+			return nil, passReread, Result{}, err
+		}
+		if err == nil {
+			// Terminating now, unless it had no finalizer left and is gone.
+			err = fo.Refresh(ctx)
+		}
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return nil, passEnd, Result{}, err
+		}
+		if err != nil {
+			d.metrics.forget(key)
+			return nil, passEnd, Result{}, nil
+		}
+	}
+	if err := finalizer.Remove(ctx, fo, d.finalizer); err != nil {
+		return nil, passEnd, Result{}, err
+	}
+	d.metrics.forget(key)
+	return nil, passEnd, Result{}, nil
+}
+
+// finObject is a finalizer.Object over a typed document.
+type finObject[Spec, Status any] struct {
+	c   *store.Collection[Spec, Status]
+	obj *store.Object[Spec, Status]
+}
+
+func (f *finObject[Spec, Status]) Terminating() bool    { return f.obj.Terminating() }
+func (f *finObject[Spec, Status]) Finalizers() []string { return f.obj.Finalizers }
+
+func (f *finObject[Spec, Status]) SetFinalizers(ctx context.Context, finalizers []string) error {
+	next := *f.obj
+	next.Finalizers = slices.Clone(finalizers)
+	written, err := f.c.UpdateSpec(ctx, &next)
+	if err != nil {
+		return err
+	}
+	f.obj = written
+	return nil
+}
+
+func (f *finObject[Spec, Status]) Refresh(ctx context.Context) error {
+	obj, err := f.c.Get(ctx, f.obj.Key)
+	if err != nil {
+		return err
+	}
+	if obj.UID != f.obj.UID {
+		return &store.Error{Op: "get", Kind: f.c.Kind(), Key: f.obj.Key, Err: store.ErrNotFound}
+	}
+	f.obj = obj
+	return nil
+}

@@ -1,0 +1,85 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Reconciler drives the object named by a key towards its intent. It reads
+// the newest state itself: the key is all it is given, never the event or the
+// reason that queued it, so it must do the same work whatever happened.
+type Reconciler interface {
+	// Reconcile is called with one key at a time: the same key is never
+	// reconciled by two workers at once. The returned Result and error decide
+	// what happens next (see [Result]). ctx carries the per-reconcile timeout,
+	// a logger (see [LoggerFrom]) and, under a [Manager] that elects a leader
+	// or shards keys, the fence of the lease that entitles this replica to the
+	// key (see store.WithFence); it is cancelled when that lease is lost or a
+	// graceful shutdown runs out of time.
+	Reconcile(ctx context.Context, key string) (Result, error)
+}
+
+// ReconcilerFunc adapts a function to a [Reconciler].
+type ReconcilerFunc func(ctx context.Context, key string) (Result, error)
+
+// Reconcile calls f(ctx, key).
+func (f ReconcilerFunc) Reconcile(ctx context.Context, key string) (Result, error) {
+	return f(ctx, key)
+}
+
+// Result says what a successful reconcile wants next. The zero Result means
+// done: the key is reconciled again only when a source queues it again.
+//
+// A non-nil error overrides the Result: the key is retried after the delay
+// the rate limiter returns, unless the error matches [ErrTerminal] (see
+// [Terminal]), in which case it is recorded and not retried.
+type Result struct {
+	// RequeueAfter, when positive, queues the key again after this long, and
+	// resets its retry backoff. Use it to poll progress that no source
+	// reports.
+	RequeueAfter time.Duration
+}
+
+// ErrTerminal matches every error made by [Terminal].
+var ErrTerminal = errors.New("controller: terminal error")
+
+// Terminal marks err as terminal: a reconcile that returns it is not retried
+// until a source queues the key again. The error is logged and counted in
+// controller_runtime_terminal_reconcile_errors_total. The returned error
+// matches both [ErrTerminal] and err with errors.Is and errors.As. Terminal(nil)
+// returns an error that matches ErrTerminal alone.
+func Terminal(err error) error {
+	return &terminalError{err: err}
+}
+
+type terminalError struct{ err error }
+
+func (e *terminalError) Error() string {
+	if e.err == nil {
+		return ErrTerminal.Error()
+	}
+	return "terminal: " + e.err.Error()
+}
+
+func (e *terminalError) Unwrap() []error {
+	if e.err == nil {
+		return []error{ErrTerminal}
+	}
+	return []error{ErrTerminal, e.err}
+}
+
+type loggerKey struct{}
+
+// LoggerFrom returns the logger of the reconcile that ctx was handed to: the
+// controller's [Config.Logger] with the fields controller, key and
+// reconcileID. It returns a no-op logger when the controller has no logger or
+// ctx does not come from a reconcile.
+func LoggerFrom(ctx context.Context) *zap.Logger {
+	if l, ok := ctx.Value(loggerKey{}).(*zap.Logger); ok {
+		return l
+	}
+	return zap.NewNop()
+}
