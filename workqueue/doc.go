@@ -1,0 +1,75 @@
+// Package workqueue provides a keyed, rate-limited, delaying priority work
+// queue for controllers, over any comparable key.
+//
+// A client-go user switches by changing the constructor: [Queue] has the
+// method names of client-go's typed rate-limiting queue (Add, AddAfter,
+// AddRateLimited, Get, Done, Forget, NumRequeues, Len, ShutDown,
+// ShutDownWithDrain, ShuttingDown), and [New] takes one [Config] from which
+// the key type is inferred.
+//
+// # Semantics
+//
+// Keys, not objects, travel through the queue: a worker reads the newest
+// state of whatever the key names.
+//
+//   - A key added while it waits collapses with the waiting one.
+//   - A key is handed to one worker at a time. A key added while a worker
+//     holds it is deferred until [Queue.Done] and then queued once.
+//   - [Queue.AddAfter]: of several deadlines for one key, the earliest wins,
+//     whatever the call order. A plain [Queue.Add] makes a delayed key ready
+//     now and drops its pending delay. AddAfter with a delay of zero or less
+//     is Add.
+//   - Priorities ([Queue.AddWithOptions]): higher first, first in first out
+//     within a level. Aging keeps low priorities from starving: a key's place
+//     in line is its arrival number minus its priority times
+//     [Config.PriorityAging], so a key is overtaken by at most d ×
+//     PriorityAging later keys of a priority higher by d. A key added again
+//     keeps the higher of its priorities.
+//   - [Queue.ShutDown]: later adds are ignored and delayed keys dropped; Get
+//     hands out what is ready, then reports shutdown.
+//     [Queue.ShutDownWithDrain] also waits, within a context, until every
+//     ready key has been handed out and every handed-out key is Done.
+//   - [Queue.Done] of a key that is not being processed is a no-op.
+//
+// # Differences from client-go
+//
+//   - Add of a delayed key makes it ready now (client-go keeps the delay and
+//     may process the key twice); AddAfter of a key that is already ready,
+//     or already due again after processing, changes nothing (client-go may
+//     process it once more when the delay expires).
+//   - ShutDownWithDrain takes a context, returns its error, and waits for
+//     ready keys as well as keys in flight.
+//   - Done of a key never handed out is a no-op (client-go may queue it
+//     twice).
+//   - workqueue_retries_total counts rate-limited adds only (client-go counts
+//     every AddAfter).
+//
+// # Rate limiting
+//
+// [Queue.AddRateLimited] asks the [RateLimiter] of [Config.RateLimiter] how
+// long to wait. The package provides per-key exponential backoff
+// ([NewExponentialLimiter]), fast-then-slow retries ([NewFastSlowLimiter]),
+// an overall token bucket ([NewTokenBucketLimiter]), the maximum of several
+// limiters ([NewMaxOfLimiter]), a cap on another limiter
+// ([NewMaxWaitLimiter]) and the controller default
+// ([DefaultControllerRateLimiter]). Per-key state is dropped by
+// [Queue.Forget] and also after an idle timeout, so a caller that never
+// calls Forget does not leak memory.
+//
+// # Metrics
+//
+// With [Config.MetricsRegisterer] set, the queue exports the metrics
+// client-go's and controller-runtime's dashboards expect, labelled with
+// name=[Config.Name]: workqueue_depth, workqueue_adds_total,
+// workqueue_queue_duration_seconds, workqueue_work_duration_seconds,
+// workqueue_unfinished_work_seconds,
+// workqueue_longest_running_processor_seconds and workqueue_retries_total.
+// They are kept as plain numbers under the queue's lock and turned into
+// samples at scrape time; no goroutine refreshes them.
+//
+// # Goroutines and time
+//
+// [New] starts no goroutine. Delays are served by one runtime timer, created
+// by the first delayed add, whose callback moves due keys to the ready line.
+// Blocking uses sync.Cond, so tests can drive delays with testing/synctest.
+package workqueue

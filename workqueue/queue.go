@@ -1,0 +1,609 @@
+package workqueue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// ErrInvalidConfig is returned, wrapped with the reason, by [New] and by the
+// rate limiter constructors when a configuration value is out of range.
+var ErrInvalidConfig = errors.New("workqueue: invalid config")
+
+// Priorities outside [MinPriority, MaxPriority] are clamped to that range.
+const (
+	MinPriority = math.MinInt16
+	MaxPriority = math.MaxInt16
+)
+
+// DefaultPriorityAging is the aging step used when [Config.PriorityAging] is zero.
+const DefaultPriorityAging = 1024
+
+// maxPriorityAging bounds Config.PriorityAging so that the widest possible
+// overtaking distance, (MaxPriority-MinPriority) × aging, stays below 2³⁰.
+const maxPriorityAging = 1 << 14
+
+// Config configures a [Queue]. The zero value is valid: an unnamed queue without
+// metrics that uses [DefaultControllerRateLimiter].
+type Config[K comparable] struct {
+	// Name identifies the queue: it is the value of the "name" label of every
+	// metric. It is required when MetricsRegisterer is set.
+	Name string
+
+	// RateLimiter decides how long [Queue.AddRateLimited] waits and backs
+	// [Queue.Forget] and [Queue.NumRequeues]. Nil means
+	// [DefaultControllerRateLimiter].
+	RateLimiter RateLimiter[K]
+
+	// MetricsRegisterer receives the queue's metrics (workqueue_depth,
+	// workqueue_adds_total, ...). Nil means no metrics. [New] registers one
+	// collector; [Queue.ShutDown] unregisters it, so a queue of the same name
+	// can be created again afterwards.
+	MetricsRegisterer prometheus.Registerer
+
+	// PriorityAging is how many later arrivals one unit of priority lets a key
+	// overtake: a key is served before a key of priority lower by d that
+	// arrived at most d × PriorityAging arrivals before it, and after any that
+	// arrived earlier. Zero means [DefaultPriorityAging]; the maximum is 16384.
+	PriorityAging int
+}
+
+// AddOptions are the options of [Queue.AddWithOptions]. The zero value is a
+// plain [Queue.Add].
+type AddOptions struct {
+	// Priority orders ready keys: higher first, first in first out within a
+	// level, with aging as [Config.PriorityAging] describes. Zero is the
+	// priority of Add, AddAfter and AddRateLimited.
+	Priority int
+
+	// After delays the key like [Queue.AddAfter]; zero or negative means now.
+	After time.Duration
+
+	// RateLimited delays the key by the rate limiter's verdict like
+	// [Queue.AddRateLimited]. With After also set, the shorter delay wins.
+	RateLimited bool
+}
+
+// Entry states. A key in the index is in exactly one of: ready, delayed,
+// processing, processing|dirty, processing|delayed, idle. Free entries have
+// state zero and are not in the index.
+const (
+	stReady      uint8 = 1 << iota // in a ready level; pos is the sequence of its live slot
+	stDelayed                      // in the delay heap; pos is its heap index
+	stProcessing                   // handed out by Get, Done not yet called
+	stDirty                        // processing and added again: requeued by Done
+	stIdle                         // done and not pending; kept for reuse, pos is its idle sequence
+)
+
+// idleCap bounds how many done keys keep their entry (and index) for reuse.
+// A key added again soon after its Done, the common case of a controller
+// reconciling the same objects, then costs one map lookup instead of an
+// insert and a delete.
+const idleCap = 256
+
+// entry is the state of one key known to the queue. Entries live in a slab
+// indexed by int32 so that the ready levels and the delay heap hold small
+// indices, and freed entries are reused through a free list threaded via pos.
+type entry[K comparable] struct {
+	key   K
+	pos   uint32
+	prio  int16
+	state uint8
+}
+
+// stamp holds the times metrics need, in nanoseconds since Queue.base.
+type stamp struct {
+	queued  int64 // when the key last became pending (for queue duration)
+	started int64 // when Get handed it out (for work duration)
+}
+
+const noEntry = -1
+
+// Queue is a keyed work queue. Keys added while pending collapse into one; a
+// key is handed to one worker at a time; a key added while it is processed is
+// handed out again once after [Queue.Done]. Keys may be delayed
+// ([Queue.AddAfter], [Queue.AddRateLimited]) and prioritised
+// ([Queue.AddWithOptions]). All methods are safe for concurrent use.
+type Queue[K comparable] struct {
+	limiter RateLimiter[K]
+	aging   int64
+	base    time.Time     // origin of the queue's int64 clock
+	metrics *collector[K] // nil when metrics are off
+	reg     prometheus.Registerer
+
+	mu      sync.Mutex // guards every field below
+	cond    sync.Cond  // signalled when a key becomes ready or on shutdown; Get waits on it
+	drained sync.Cond  // broadcast when a draining queue becomes empty or a drain context ends
+
+	index      map[K]int32 // key -> slab index, for every key the queue knows
+	entries    []entry[K]
+	stamps     []stamp  // parallel to entries; nil when metrics are off
+	free       int32    // head of the free list of entries, noEntry if none
+	ready      ready[K] // ready keys in serving order
+	idle       ring     // idle entries, oldest first; stale slots skipped
+	idleSeq    uint32
+	delays     delayHeap[K]
+	timer      *time.Timer // fires at the earliest delay; created on first use
+	timerArmed bool
+	timerAt    int64
+	processing int // keys handed out and not yet Done
+	seq        uint32
+	shutdown   bool
+	draining   bool
+	counts     counts // metric counters, kept even when metrics are off (cheap)
+}
+
+// New returns a queue configured by cfg. The key type is inferred from cfg.
+// It starts no goroutine: the one timer that serves delayed keys is created
+// by the first delayed add.
+func New[K comparable](cfg Config[K]) (*Queue[K], error) {
+	if cfg.PriorityAging < 0 || cfg.PriorityAging > maxPriorityAging {
+		return nil, fmt.Errorf("%w: PriorityAging %d is outside [0, %d]", ErrInvalidConfig, cfg.PriorityAging, maxPriorityAging)
+	}
+	if cfg.MetricsRegisterer != nil && cfg.Name == "" {
+		return nil, fmt.Errorf("%w: Name is required when MetricsRegisterer is set", ErrInvalidConfig)
+	}
+	q := &Queue[K]{
+		limiter: cfg.RateLimiter,
+		aging:   int64(cfg.PriorityAging),
+		base:    time.Now(),
+		index:   make(map[K]int32),
+		free:    noEntry,
+		reg:     cfg.MetricsRegisterer,
+	}
+	if q.limiter == nil {
+		q.limiter = DefaultControllerRateLimiter[K]()
+	}
+	if q.aging == 0 {
+		q.aging = DefaultPriorityAging
+	}
+	q.cond.L = &q.mu
+	q.drained.L = &q.mu
+	if q.reg != nil {
+		q.metrics = newCollector(q, cfg.Name)
+		if err := q.reg.Register(q.metrics); err != nil {
+			return nil, fmt.Errorf("workqueue: registering metrics of %q: %w", cfg.Name, err)
+		}
+	}
+	return q, nil
+}
+
+// Add marks key as needing processing. It is ignored after shutdown. A key
+// already waiting collapses with it; a delayed key becomes ready now and its
+// pending delay is dropped; a key being processed is handed out again after
+// [Queue.Done].
+func (q *Queue[K]) Add(key K) { q.add(key, 0, false) }
+
+// AddAfter adds key once d has passed. If the key is already delayed, the
+// earlier deadline wins whatever the call order; if it is already ready,
+// nothing changes. AddAfter with d <= 0 is [Queue.Add].
+func (q *Queue[K]) AddAfter(key K, d time.Duration) {
+	if d <= 0 {
+		q.add(key, 0, false)
+		return
+	}
+	q.addAfter(key, 0, d, false)
+}
+
+// AddRateLimited adds key after the delay the rate limiter returns for it.
+func (q *Queue[K]) AddRateLimited(key K) {
+	q.AddWithOptions(key, AddOptions{RateLimited: true})
+}
+
+// AddWithOptions adds key with a priority, a delay, or a rate-limited delay.
+// A key that is already pending keeps the higher of its priorities and the
+// earlier of its deadlines.
+func (q *Queue[K]) AddWithOptions(key K, opts AddOptions) {
+	prio := clampPriority(opts.Priority)
+	d := opts.After
+	if opts.RateLimited {
+		if r := q.limiter.When(key); d <= 0 || r < d {
+			d = r
+		}
+	}
+	if d <= 0 {
+		q.add(key, prio, opts.RateLimited)
+		return
+	}
+	q.addAfter(key, prio, d, opts.RateLimited)
+}
+
+func clampPriority(p int) int16 {
+	return int16(min(max(p, MinPriority), MaxPriority))
+}
+
+func (q *Queue[K]) add(key K, prio int16, retry bool) {
+	q.mu.Lock()
+	if q.shutdown {
+		q.mu.Unlock()
+		return
+	}
+	if retry {
+		q.counts.retries++
+	}
+	idx, ok := q.index[key]
+	if !ok {
+		idx = q.alloc(key, prio)
+		q.index[key] = idx
+		q.noteAdd(idx)
+		q.pushReady(idx)
+		q.mu.Unlock()
+		q.cond.Signal()
+		return
+	}
+	e := &q.entries[idx]
+	signal := false
+	switch {
+	case e.state == stIdle:
+		e.prio, e.state = prio, 0
+		q.noteAdd(idx)
+		q.pushReady(idx)
+		signal = true
+	case e.state&stReady != 0:
+		q.raise(idx, prio)
+	case e.state&stDirty != 0:
+		e.prio = max(e.prio, prio)
+	case e.state&stDelayed != 0:
+		e.prio = max(e.prio, prio)
+		q.delays.remove(q.entries, int(e.pos))
+		e.state &^= stDelayed
+		q.noteAdd(idx)
+		if e.state&stProcessing != 0 {
+			e.state |= stDirty
+		} else {
+			q.pushReady(idx)
+			signal = true
+		}
+	default: // processing
+		e.prio = max(e.prio, prio)
+		e.state |= stDirty
+		q.noteAdd(idx)
+	}
+	q.mu.Unlock()
+	if signal {
+		q.cond.Signal()
+	}
+}
+
+func (q *Queue[K]) addAfter(key K, prio int16, d time.Duration, retry bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.shutdown {
+		return
+	}
+	if retry {
+		q.counts.retries++
+	}
+	at := q.now() + int64(d)
+	idx, ok := q.index[key]
+	if !ok {
+		idx = q.alloc(key, prio)
+		q.index[key] = idx
+		q.delay(idx, at)
+		return
+	}
+	e := &q.entries[idx]
+	switch {
+	case e.state == stIdle:
+		e.prio, e.state = prio, 0
+		q.delay(idx, at)
+	case e.state&stReady != 0:
+		q.raise(idx, prio)
+	case e.state&stDirty != 0:
+		e.prio = max(e.prio, prio)
+	case e.state&stDelayed != 0:
+		e.prio = max(e.prio, prio)
+		if i := int(e.pos); at < q.delays[i].at {
+			q.delays[i].at = at
+			q.delays.fix(q.entries, i)
+			q.arm()
+		}
+	default: // processing
+		e.prio = max(e.prio, prio)
+		q.delay(idx, at)
+	}
+}
+
+// Get blocks until a key is ready and hands it out; the caller must call
+// [Queue.Done] with it when finished. After shutdown, Get still returns the
+// keys that are ready, then returns shutdown true.
+func (q *Queue[K]) Get() (key K, shutdown bool) {
+	q.mu.Lock()
+	woken := 0
+	if len(q.delays) > 0 {
+		// Take due keys now rather than wait for the timer's goroutine to
+		// be scheduled: busy workers keep delayed keys on time.
+		woken = q.promoteDue()
+	}
+	for q.ready.live == 0 && !q.shutdown {
+		q.cond.Wait()
+	}
+	if q.ready.live == 0 {
+		q.mu.Unlock()
+		return key, true
+	}
+	idx := q.ready.pop(q.entries, q.aging)
+	e := &q.entries[idx]
+	// A key added again while processed gets the priority of those adds.
+	e.state, e.prio = stProcessing, MinPriority
+	q.processing++
+	if q.metrics != nil {
+		now := q.now()
+		s := &q.stamps[idx]
+		q.counts.queueDur.observe(now - s.queued)
+		s.started = now
+	}
+	key = e.key
+	q.mu.Unlock()
+	for ; woken > 1; woken-- {
+		q.cond.Signal() // this worker took one; wake others for the rest
+	}
+	return key, false
+}
+
+// Done marks the end of processing key. A key added again meanwhile becomes
+// ready; a key delayed meanwhile stays delayed. Done of a key that is not
+// being processed is a no-op.
+func (q *Queue[K]) Done(key K) {
+	q.mu.Lock()
+	idx, ok := q.index[key]
+	if !ok || q.entries[idx].state&stProcessing == 0 {
+		q.mu.Unlock()
+		return
+	}
+	q.processing--
+	if q.metrics != nil {
+		q.counts.workDur.observe(q.now() - q.stamps[idx].started)
+	}
+	e := &q.entries[idx]
+	signal := false
+	switch {
+	case e.state&stDirty != 0:
+		e.state = 0
+		q.pushReady(idx)
+		signal = true
+	case e.state&stDelayed != 0:
+		e.state = stDelayed
+	case q.shutdown:
+		delete(q.index, key)
+		q.release(idx)
+	default:
+		q.retire(idx)
+	}
+	if q.draining && q.processing == 0 && q.ready.live == 0 {
+		q.drained.Broadcast()
+	}
+	q.mu.Unlock()
+	if signal {
+		q.cond.Signal()
+	}
+}
+
+// Forget tells the rate limiter that key succeeded: its backoff starts over.
+func (q *Queue[K]) Forget(key K) { q.limiter.Forget(key) }
+
+// NumRequeues returns how many times the rate limiter has delayed key since
+// it was last forgotten.
+func (q *Queue[K]) NumRequeues(key K) int { return q.limiter.NumRequeues(key) }
+
+// Len returns the number of ready keys: delayed keys and keys being processed
+// are not counted.
+func (q *Queue[K]) Len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.ready.live
+}
+
+// ShuttingDown reports whether ShutDown or ShutDownWithDrain has been called.
+func (q *Queue[K]) ShuttingDown() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.shutdown
+}
+
+// ShutDown stops the queue: later adds are ignored, delayed keys are dropped,
+// and Get returns the keys still ready and then reports shutdown. Keys being
+// processed and added again before the shutdown are still handed out after
+// their Done. ShutDown does not wait; calling it again is a no-op.
+func (q *Queue[K]) ShutDown() {
+	q.mu.Lock()
+	q.shutDownLocked()
+	q.mu.Unlock()
+}
+
+// ShutDownWithDrain shuts the queue down like [Queue.ShutDown] and then waits
+// until every ready key has been handed out and every handed-out key is Done.
+// Unlike client-go's, which takes no context and waits only for keys already
+// handed out, it honours ctx: when ctx ends first it returns ctx.Err() and the
+// queue stays shut down.
+func (q *Queue[K]) ShutDownWithDrain(ctx context.Context) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.draining = true
+	q.shutDownLocked()
+	stop := context.AfterFunc(ctx, func() {
+		q.mu.Lock()
+		q.drained.Broadcast()
+		q.mu.Unlock()
+	})
+	defer stop()
+	for q.processing > 0 || q.ready.live > 0 {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		q.drained.Wait()
+	}
+	return nil
+}
+
+func (q *Queue[K]) shutDownLocked() {
+	if q.shutdown {
+		return
+	}
+	q.shutdown = true
+	for _, d := range q.delays {
+		e := &q.entries[d.idx]
+		e.state &^= stDelayed
+		if e.state == 0 {
+			delete(q.index, e.key)
+			q.release(d.idx)
+		}
+	}
+	q.delays = nil
+	if q.timer != nil {
+		q.timer.Stop()
+		q.timerArmed = false
+	}
+	if q.metrics != nil {
+		q.reg.Unregister(q.metrics)
+	}
+	q.cond.Broadcast()
+}
+
+// now returns the queue's clock: nanoseconds since New, monotonic.
+func (q *Queue[K]) now() int64 { return int64(time.Since(q.base)) }
+
+// alloc takes an entry from the free list or grows the slab.
+func (q *Queue[K]) alloc(key K, prio int16) int32 {
+	if idx := q.free; idx != noEntry {
+		e := &q.entries[idx]
+		q.free = int32(e.pos)
+		*e = entry[K]{key: key, prio: prio}
+		return idx
+	}
+	if len(q.entries) >= math.MaxInt32 {
+		panic("workqueue: more than 2³¹-1 keys")
+	}
+	q.entries = append(q.entries, entry[K]{key: key, prio: prio})
+	if q.metrics != nil {
+		q.stamps = append(q.stamps, stamp{})
+	}
+	return int32(len(q.entries) - 1)
+}
+
+// release returns an entry to the free list, dropping its key so that the
+// key's memory can be collected.
+func (q *Queue[K]) release(idx int32) {
+	q.entries[idx] = entry[K]{pos: uint32(q.free)}
+	q.free = idx
+}
+
+// retire makes a done entry idle, and frees the oldest idle entry when more
+// than idleCap slots are held.
+func (q *Queue[K]) retire(idx int32) {
+	q.idleSeq++
+	e := &q.entries[idx]
+	e.state, e.pos = stIdle, q.idleSeq
+	q.idle.push(slot{idx: idx, seq: q.idleSeq})
+	if q.idle.n <= idleCap {
+		return
+	}
+	s := q.idle.front()
+	q.idle.drop()
+	if old := &q.entries[s.idx]; old.state == stIdle && old.pos == s.seq {
+		delete(q.index, old.key)
+		q.release(s.idx)
+	}
+}
+
+// noteAdd records that a key became pending, for metrics.
+func (q *Queue[K]) noteAdd(idx int32) {
+	q.counts.adds++
+	if q.metrics != nil {
+		q.stamps[idx].queued = q.now()
+	}
+}
+
+// pushReady appends an entry to the ready level of its priority.
+func (q *Queue[K]) pushReady(idx int32) {
+	q.seq++
+	e := &q.entries[idx]
+	e.state |= stReady
+	e.pos = q.seq
+	q.ready.push(e.prio, slot{idx: idx, seq: q.seq})
+}
+
+// raise lifts the priority of a ready key. The key moves to the tail of its
+// new level only if that places it earlier than where it already stands;
+// otherwise it keeps its place and priority. A ready key's priority is always
+// that of the level holding its live slot.
+func (q *Queue[K]) raise(idx int32, prio int16) {
+	e := &q.entries[idx]
+	if prio <= e.prio || !before(q.seq+1, prio, e.pos, e.prio, q.aging) {
+		return
+	}
+	// The old slot becomes stale: its seq no longer matches e.pos.
+	q.ready.markStale(e.prio)
+	q.ready.live--
+	e.prio = prio
+	q.pushReady(idx)
+}
+
+// delay puts an entry that is not ready into the delay heap.
+func (q *Queue[K]) delay(idx int32, at int64) {
+	q.entries[idx].state |= stDelayed
+	q.delays.push(q.entries, delayed{at: at, idx: idx})
+	q.arm()
+}
+
+// arm makes sure the timer fires no later than the earliest deadline.
+func (q *Queue[K]) arm() {
+	if len(q.delays) == 0 {
+		return
+	}
+	at := q.delays[0].at
+	if q.timerArmed && q.timerAt <= at {
+		return
+	}
+	d := time.Duration(at - q.now())
+	if q.timer == nil {
+		q.timer = time.AfterFunc(d, q.fire)
+	} else {
+		q.timer.Reset(d)
+	}
+	q.timerArmed, q.timerAt = true, at
+}
+
+// fire runs on the timer's goroutine: it moves every due key on and re-arms
+// the timer for the next deadline.
+func (q *Queue[K]) fire() {
+	q.mu.Lock()
+	q.timerArmed = false
+	if q.shutdown {
+		q.mu.Unlock()
+		return
+	}
+	woken := q.promoteDue()
+	q.arm()
+	q.mu.Unlock()
+	if woken == 1 {
+		q.cond.Signal()
+	} else if woken > 1 {
+		q.cond.Broadcast()
+	}
+}
+
+// promoteDue moves every key whose deadline has passed to the ready line, or
+// marks it dirty if it is being processed, and returns how many became ready.
+func (q *Queue[K]) promoteDue() int {
+	now := q.now()
+	woken := 0
+	for len(q.delays) > 0 && q.delays[0].at <= now {
+		idx := q.delays.pop(q.entries)
+		e := &q.entries[idx]
+		e.state &^= stDelayed
+		q.noteAdd(idx)
+		if e.state&stProcessing != 0 {
+			e.state |= stDirty
+			continue
+		}
+		q.pushReady(idx)
+		woken++
+	}
+	return woken
+}
