@@ -1,0 +1,198 @@
+package platform
+
+import (
+	sm "github.com/tendhq/tend/statemachine"
+)
+
+// GatewayState is an ApiGateway's intent.
+type GatewayState string
+
+// The gateway's states.
+const (
+	Running    GatewayState = "Running"
+	Stopped    GatewayState = "Stopped"
+	Restarting GatewayState = "Restarting"
+	Deleted    GatewayState = "Deleted"
+)
+
+// GatewayPhase is an ApiGateway's progress.
+type GatewayPhase string
+
+// The gateway's phases.
+const (
+	GatewayCreating GatewayPhase = "Creating"
+	GatewayCreated  GatewayPhase = "Created"
+	GatewayStarting GatewayPhase = "Starting"
+	GatewayStarted  GatewayPhase = "Started"
+	GatewayStopping GatewayPhase = "Stopping"
+	GatewayStopped  GatewayPhase = "Stopped"
+	GatewayDeleting GatewayPhase = "Deleting"
+	GatewayDeleted  GatewayPhase = "Deleted"
+)
+
+// DomainState is a RuntimeDomain's intent.
+type DomainState string
+
+// The runtime domain's states.
+const (
+	Active        DomainState = "Active"
+	Inactive      DomainState = "Inactive"
+	DomainRemoved DomainState = "Deleted"
+)
+
+// DomainPhase is a RuntimeDomain's progress.
+type DomainPhase string
+
+// The runtime domain's phases.
+const (
+	DomainCreating DomainPhase = "Creating"
+	DomainCreated  DomainPhase = "Created"
+	DomainDeleting DomainPhase = "Deleting"
+	DomainDeleted  DomainPhase = "Deleted"
+)
+
+// The gateway's steps, by phase. Each is an idempotent action of the gateway's
+// controller (see the package documentation).
+const (
+	// Creating.
+	StepCreateNamespace     = "create_namespace"
+	StepCreateDatabase      = "create_database"
+	StepCreateStages        = "create_stages"
+	StepCreateRuntimeDomain = "create_runtime_domain"
+	// Starting.
+	StepCreateInstance          = "create_instance"
+	StepActivateRuntimeDomain   = "activate_runtime_domain"
+	StepDeactivateRuntimeDomain = "deactivate_runtime_domain"
+	// Stopping (and Deleting).
+	StepDeleteInstance = "delete_instance"
+	// Deleting: the ordered cascade.
+	StepDeleteCronTriggers   = "delete_cron_triggers"
+	StepDeleteCloudFunctions = "delete_cloud_functions"
+	StepDeleteStages         = "delete_stages"
+	StepDeleteEnvironments   = "delete_environments"
+	StepDeleteRuntimeDomain  = "delete_runtime_domain"
+	StepDeleteDatabase       = "delete_database"
+	StepDeleteNamespace      = "delete_namespace"
+)
+
+// CascadeSteps are the steps of the gateway's Deleting phase, in order.
+var CascadeSteps = []string{
+	StepDeleteCronTriggers, StepDeleteCloudFunctions, StepDeleteStages, StepDeleteEnvironments,
+	StepDeleteRuntimeDomain, StepDeleteInstance, StepDeleteDatabase, StepDeleteNamespace,
+}
+
+// The runtime domain's steps.
+const (
+	StepCreateTLS          = "create_tls"
+	StepCreatePluginConfig = "create_plugin_config"
+	StepCreateRoutes       = "create_routes"
+	StepDeleteRoutes       = "delete_routes"
+	StepDeletePluginConfig = "delete_plugin_config"
+	StepDeleteTLS          = "delete_tls"
+)
+
+// The conditions the machines' completions are judged from, observed by the
+// controllers' probes.
+const (
+	// Gateway.
+	CondNamespaceReady       = "namespace_ready"        // the Namespace exists and is not Terminating
+	CondNamespacePresent     = "namespace_present"      // the Namespace or ConfigMap still exists
+	CondDatabaseReady        = "database_ready"         // the database and its user exist
+	CondRuntimeDomainPresent = "runtime_domain_present" // the RuntimeDomain document exists
+	CondRoutesReady          = "routes_ready"           // the RuntimeDomain is Created for an Active intent
+	CondInstanceAvailable    = "instance_available"     // the Deployment has an available replica and the Service is ready
+	CondInstancePresent      = "instance_present"       // the Deployment or the Service still exists
+	// RuntimeDomain.
+	CondResourcesReady   = "resources_ready"   // every route, TLS secret and certificate is ready
+	CondResourcesPresent = "resources_present" // any route, TLS secret, plugin config or certificate still exists
+)
+
+// GatewayDefinition declares the ApiGateway machine: creation, start, stop,
+// restart as one stop-then-start cycle, and the ordered, checkpointed cascade
+// deletion past a point of no return. [New] builds it; the build rejects any
+// (State, Phase) pair no rule or settlement covers.
+func GatewayDefinition() sm.Definition[GatewayState, GatewayPhase] {
+	return sm.Definition[GatewayState, GatewayPhase]{
+		Name:    KindApiGateway,
+		States:  []GatewayState{Running, Stopped, Restarting, Deleted},
+		Initial: GatewayCreating,
+		Phases: []sm.PhaseSpec[GatewayPhase]{
+			{Phase: GatewayCreating, Kind: sm.Transitional, Then: GatewayCreated,
+				Steps: []string{StepCreateNamespace, StepCreateDatabase, StepCreateStages, StepCreateRuntimeDomain},
+				Completion: []sm.Require{sm.Is(CondNamespaceReady), sm.Is(CondDatabaseReady),
+					sm.Is(CondRuntimeDomainPresent)}},
+			{Phase: GatewayCreated},
+			{Phase: GatewayStarting, Kind: sm.Transitional, Then: GatewayStarted,
+				Steps:      []string{StepCreateInstance, StepActivateRuntimeDomain},
+				Completion: []sm.Require{sm.Is(CondInstanceAvailable), sm.Is(CondRoutesReady)}},
+			{Phase: GatewayStarted},
+			{Phase: GatewayStopping, Kind: sm.Transitional, Then: GatewayStopped,
+				Steps:      []string{StepDeactivateRuntimeDomain, StepDeleteInstance},
+				Completion: []sm.Require{sm.Not(CondRoutesReady), sm.Not(CondInstancePresent)}},
+			{Phase: GatewayStopped},
+			{Phase: GatewayDeleting, Kind: sm.Transitional, NoReturn: true, Then: GatewayDeleted,
+				Steps: CascadeSteps,
+				Completion: []sm.Require{sm.Not(CondRuntimeDomainPresent), sm.Not(CondInstancePresent),
+					sm.Not(CondDatabaseReady), sm.Not(CondNamespacePresent)}},
+			{Phase: GatewayDeleted, Kind: sm.Terminal},
+		},
+		Settled: []sm.Settle[GatewayState, GatewayPhase]{
+			{State: Running, Phase: GatewayStarted},
+			// Restarting settles in Started only once Starting has completed
+			// since the intent was adopted: from Started that takes Stopping
+			// first. The intent then stays Restarting; see the package docs.
+			{State: Restarting, Phase: GatewayStarted, After: []GatewayPhase{GatewayStarting}},
+			{State: Stopped, Phase: GatewayStopped},
+			{State: Deleted, Phase: GatewayDeleted, Final: true},
+		},
+		Rules: []sm.Rule[GatewayState, GatewayPhase]{
+			{State: Running, Phase: GatewayCreated, Begin: GatewayStarting},
+			{State: Restarting, Phase: GatewayCreated, Begin: GatewayStarting},
+			// A gateway created stopped takes its routes down: Stopped means
+			// no traffic, whatever the phase it is reached from.
+			{State: Stopped, Phase: GatewayCreated, Begin: GatewayStopping},
+			{State: Deleted, Phase: GatewayCreated, Begin: GatewayDeleting},
+			{State: Stopped, Phase: GatewayStarted, Begin: GatewayStopping},
+			{State: Restarting, Phase: GatewayStarted, Begin: GatewayStopping},
+			{State: Deleted, Phase: GatewayStarted, Begin: GatewayDeleting},
+			{State: Running, Phase: GatewayStopped, Begin: GatewayStarting},
+			{State: Restarting, Phase: GatewayStopped, Begin: GatewayStarting},
+			// The rule the seed's "vn8ofl" gateway lacked.
+			{State: Deleted, Phase: GatewayStopped, Begin: GatewayDeleting},
+		},
+	}
+}
+
+// DomainDefinition declares the RuntimeDomain machine: its routes, plugin
+// config, TLS secrets and certificate are created while it is Active and
+// removed when it becomes Inactive or Deleted. Deleting is a point of no
+// return except for the one sanctioned cycle Deleted → Creating, taken when its
+// gateway starts again.
+func DomainDefinition() sm.Definition[DomainState, DomainPhase] {
+	return sm.Definition[DomainState, DomainPhase]{
+		Name:    KindRuntimeDomain,
+		States:  []DomainState{Active, Inactive, DomainRemoved},
+		Initial: DomainCreating,
+		Phases: []sm.PhaseSpec[DomainPhase]{
+			{Phase: DomainCreating, Kind: sm.Transitional, Then: DomainCreated,
+				Steps:      []string{StepCreateTLS, StepCreatePluginConfig, StepCreateRoutes},
+				Completion: []sm.Require{sm.Is(CondResourcesReady)}},
+			{Phase: DomainCreated},
+			{Phase: DomainDeleting, Kind: sm.Transitional, NoReturn: true, Then: DomainDeleted,
+				Steps:      []string{StepDeleteRoutes, StepDeletePluginConfig, StepDeleteTLS},
+				Completion: []sm.Require{sm.Not(CondResourcesPresent)}},
+			{Phase: DomainDeleted},
+		},
+		Settled: []sm.Settle[DomainState, DomainPhase]{
+			{State: Active, Phase: DomainCreated},
+			{State: Inactive, Phase: DomainDeleted},
+			{State: DomainRemoved, Phase: DomainDeleted, Final: true},
+		},
+		Rules: []sm.Rule[DomainState, DomainPhase]{
+			{State: Inactive, Phase: DomainCreated, Begin: DomainDeleting},
+			{State: DomainRemoved, Phase: DomainCreated, Begin: DomainDeleting},
+			{State: Active, Phase: DomainDeleted, Begin: DomainCreating},
+		},
+		Cycles: []sm.Edge[DomainPhase]{{From: DomainDeleted, To: DomainCreating}},
+	}
+}

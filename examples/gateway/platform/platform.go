@@ -1,0 +1,213 @@
+package platform
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/tendhq/tend/controller"
+	"github.com/tendhq/tend/examples/gateway/infra"
+	sm "github.com/tendhq/tend/statemachine"
+	"github.com/tendhq/tend/store"
+	"github.com/tendhq/tend/workqueue"
+)
+
+// ErrInvalidConfig is returned, wrapped with the reason, by [New].
+var ErrInvalidConfig = errors.New("platform: invalid config")
+
+// Config configures a [Platform].
+type Config struct {
+	// Store holds the documents; it must hold every kind of [Kinds]. Required.
+	Store store.Backend
+	// Cluster holds the cluster resources. Required.
+	Cluster infra.Cluster
+	// Databases holds the gateways' databases. Required.
+	Databases infra.Databases
+	// Workers is how many documents each controller reconciles at once. Zero
+	// means 4.
+	Workers int
+	// Poll is how soon a controller looks again at a document whose step or
+	// completion waits for the cluster (a Deployment becoming available, a
+	// route disappearing). Zero means 50ms.
+	Poll time.Duration
+	// MaxBackoff caps the delay before a failed step is retried (the delay
+	// doubles from 5ms with each consecutive failure). Zero means 2s.
+	MaxBackoff time.Duration
+	// Manager configures how replicas of the platform share the work: Mode,
+	// Identity, lease timings. Its Controllers are the platform's; a nil
+	// Leaser means Store. The zero value runs every controller in this
+	// process alone.
+	Manager controller.ManagerConfig
+	// NewOperationID returns the id of each new operation. Nil means a random
+	// id.
+	NewOperationID func() string
+	// Logger receives the controllers' logs. Nil means none.
+	Logger *zap.Logger
+	// MetricsRegisterer receives the controllers', work queues' and phase
+	// metrics. Nil means none.
+	MetricsRegisterer prometheus.Registerer
+}
+
+// Controller names, in logs and metrics.
+const (
+	GatewayController = "gateways"
+	DomainController  = "runtime-domains"
+)
+
+// Platform is the gateway platform's control plane: the two machines, the
+// drivers that run their steps, the controllers and the API a user calls.
+// Create it with [New].
+type Platform struct {
+	docs     *Collections
+	cluster  infra.Cluster
+	dbs      infra.Databases
+	gateways *controller.Driver[GatewaySpec, GatewayStatus]
+	domains  *controller.Driver[DomainSpec, DomainStatus]
+	manager  *controller.Manager
+	runs     atomic.Int64 // step runs
+	failed   atomic.Int64 // step runs that failed
+	// observe, when set (by tests, before Run), is called before and after
+	// every step run with the document's kind and key.
+	observe func(ev stepEvent)
+}
+
+// stepEvent is one step starting (Outcome zero) or ending.
+type stepEvent struct {
+	Kind, Key, Step string
+	Outcome         sm.Outcome
+	Err             error
+}
+
+// Stats counts the steps a platform's controllers ran.
+type Stats struct {
+	// Steps counts every run of a step.
+	Steps int64
+	// Retried counts the runs that failed, each retried later with backoff.
+	Retried int64
+}
+
+// Stats returns the counts so far.
+func (p *Platform) Stats() Stats { return Stats{Steps: p.runs.Load(), Retried: p.failed.Load()} }
+
+// counted wraps every step so that p counts its runs and failures.
+func counted[Spec, Status any](p *Platform, steps map[string]controller.Step[Spec, Status]) map[string]controller.Step[Spec, Status] {
+	for name, step := range steps {
+		steps[name] = func(ctx context.Context, obj *store.Object[Spec, Status], opID string) (sm.Outcome, error) {
+			if p.observe != nil {
+				p.observe(stepEvent{Kind: obj.Kind, Key: obj.Key, Step: name})
+			}
+			out, err := step(ctx, obj, opID)
+			if p.observe != nil {
+				p.observe(stepEvent{Kind: obj.Kind, Key: obj.Key, Step: name, Outcome: out, Err: err})
+			}
+			p.runs.Add(1)
+			if err != nil || out == sm.Failed || out == sm.FailedTerminal {
+				p.failed.Add(1)
+			}
+			return out, err
+		}
+	}
+	return steps
+}
+
+// New builds the machines (a definition with a hole fails here, with an error
+// naming the pair), their drivers and controllers. It starts nothing: see
+// [Platform.Run].
+func New(cfg Config) (*Platform, error) {
+	switch {
+	case cfg.Store == nil:
+		return nil, fmt.Errorf("%w: Store is required", ErrInvalidConfig)
+	case cfg.Cluster == nil:
+		return nil, fmt.Errorf("%w: Cluster is required", ErrInvalidConfig)
+	case cfg.Databases == nil:
+		return nil, fmt.Errorf("%w: Databases is required", ErrInvalidConfig)
+	case cfg.Workers < 0:
+		return nil, fmt.Errorf("%w: Workers %d is negative", ErrInvalidConfig, cfg.Workers)
+	case cfg.Poll < 0:
+		return nil, fmt.Errorf("%w: Poll %v is negative", ErrInvalidConfig, cfg.Poll)
+	case cfg.MaxBackoff < 0:
+		return nil, fmt.Errorf("%w: MaxBackoff %v is negative", ErrInvalidConfig, cfg.MaxBackoff)
+	}
+	workers := cmp.Or(cfg.Workers, 4)
+	poll := cmp.Or(cfg.Poll, 50*time.Millisecond)
+	docs, err := OpenCollections(cfg.Store)
+	if err != nil {
+		return nil, err
+	}
+	gm, err := GatewayMachine()
+	if err != nil {
+		return nil, fmt.Errorf("platform: %w", err)
+	}
+	dm, err := DomainMachine()
+	if err != nil {
+		return nil, fmt.Errorf("platform: %w", err)
+	}
+	p := &Platform{docs: docs, cluster: cfg.Cluster, dbs: cfg.Databases}
+	if p.domains, err = controller.NewDriver(docs.Domains, dm, controller.DriverConfig[DomainSpec, DomainStatus]{
+		Steps: counted(p, p.domainSteps()), Observers: p.domainObservers(), NewOperationID: cfg.NewOperationID,
+		WaitInterval: poll, ProgressInterval: poll, MetricsRegisterer: cfg.MetricsRegisterer,
+	}); err != nil {
+		return nil, fmt.Errorf("platform: %w", err)
+	}
+	if p.gateways, err = controller.NewDriver(docs.Gateways, gm, controller.DriverConfig[GatewaySpec, GatewayStatus]{
+		Steps: counted(p, p.gatewaySteps()), Observers: p.gatewayObservers(), NewOperationID: cfg.NewOperationID,
+		WaitInterval: poll, ProgressInterval: poll, MetricsRegisterer: cfg.MetricsRegisterer,
+	}); err != nil {
+		return nil, fmt.Errorf("platform: %w", err)
+	}
+	newController := func(name string, r controller.Reconciler, sources ...controller.Source) (*controller.Controller, error) {
+		limiter, err := workqueue.NewExponentialLimiter[string](workqueue.ExponentialConfig{Max: cmp.Or(cfg.MaxBackoff, 2*time.Second)})
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		}
+		return controller.New(controller.Config{Name: name, Reconciler: r, Sources: sources, Workers: workers,
+			RateLimiter: limiter, Logger: cfg.Logger, MetricsRegisterer: cfg.MetricsRegisterer})
+	}
+	gc, err := newController(GatewayController, p.gateways, p.gateways.Source(),
+		controller.Owns(cfg.Store, KindRuntimeDomain, KindApiGateway))
+	if err != nil {
+		return nil, fmt.Errorf("platform: %w", err)
+	}
+	dc, err := newController(DomainController, p.domains, p.domains.Source())
+	if err != nil {
+		return nil, fmt.Errorf("platform: %w", err)
+	}
+	mc := cfg.Manager
+	mc.Controllers = []*controller.Controller{gc, dc}
+	if mc.Leaser == nil {
+		mc.Leaser = cfg.Store
+	}
+	if mc.Logger == nil {
+		mc.Logger = cfg.Logger
+	}
+	if p.manager, err = controller.NewManager(mc); err != nil {
+		return nil, fmt.Errorf("platform: %w", err)
+	}
+	return p, nil
+}
+
+// Run runs the controllers until ctx ends, and returns once everything it
+// started has stopped.
+func (p *Platform) Run(ctx context.Context) error { return p.manager.Run(ctx) }
+
+// Identity names this replica (see controller.ManagerConfig.Identity).
+func (p *Platform) Identity() string { return p.manager.Identity() }
+
+// Collections returns the typed views of the platform's documents.
+func (p *Platform) Collections() *Collections { return p.docs }
+
+// GatewayMachine builds the ApiGateway machine from [GatewayDefinition].
+func GatewayMachine() (*sm.Machine[GatewayState, GatewayPhase], error) {
+	return sm.New(GatewayDefinition())
+}
+
+// DomainMachine builds the RuntimeDomain machine from [DomainDefinition].
+func DomainMachine() (*sm.Machine[DomainState, DomainPhase], error) {
+	return sm.New(DomainDefinition())
+}

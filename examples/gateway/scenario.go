@@ -1,0 +1,427 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tendhq/tend/backends/memory"
+	"github.com/tendhq/tend/examples/gateway/infra"
+	"github.com/tendhq/tend/examples/gateway/platform"
+	sm "github.com/tendhq/tend/statemachine"
+	"github.com/tendhq/tend/store"
+)
+
+// options are the scenario's knobs (the command's flags).
+type options struct {
+	Gateways    int
+	FailureRate float64
+	Delay       time.Duration // resource readiness and deletion delay
+	Latency     time.Duration // latency of every infrastructure call
+	Seed        uint64
+	Timeout     time.Duration
+	Refresh     time.Duration // how often the table is drawn; zero draws only at the end
+	TTY         bool          // redraw the table in place
+	Registerer  prometheus.Registerer
+}
+
+// report is what a scenario run ends with.
+type report struct {
+	Settled    int           // documents settled at the end (gateways and runtime domains)
+	Removed    int           // gateways removed by their cascade
+	Documents  int           // documents left in the store
+	Steps      int64         // step runs
+	Retried    int64         // failed step runs, each retried
+	Injected   int           // failures the simulated infrastructure injected
+	Writes     int64         // store writes
+	Elapsed    time.Duration // from the first create to convergence
+	Violations []error       // broken invariants
+	Converged  bool
+}
+
+// intents says what the script asks of each gateway: index 1 is stopped,
+// index 2 restarted, indexes 3 and 4 deleted, the others keep running.
+func intents(n int) []platform.GatewayState {
+	out := make([]platform.GatewayState, n)
+	for i := range out {
+		switch i {
+		case 1:
+			out[i] = platform.Stopped
+		case 2:
+			out[i] = platform.Restarting
+		case 3, 4:
+			out[i] = platform.Deleted
+		default:
+			out[i] = platform.Running
+		}
+	}
+	return out
+}
+
+func gatewayID(i int) string { return fmt.Sprintf("gw-%02d", i+1) }
+
+// run plays the scenario on the embedded default (memory store, simulated
+// infrastructure) and draws its progress to out.
+func run(ctx context.Context, opts options, out io.Writer) (report, error) {
+	if opts.Gateways < 1 {
+		return report{}, fmt.Errorf("need at least one gateway, not %d", opts.Gateways)
+	}
+	st, err := memory.New(memory.Config{Kinds: platform.Kinds()})
+	if err != nil {
+		return report{}, err
+	}
+	sim, err := infra.NewSim(infra.SimConfig{ReadyDelay: opts.Delay, DeleteDelay: opts.Delay,
+		Latency: opts.Latency, FailureRate: opts.FailureRate, Seed: opts.Seed})
+	if err != nil {
+		return report{}, err
+	}
+	p, err := platform.New(platform.Config{Store: st, Cluster: sim, Databases: sim,
+		Poll: min(max(opts.Delay/4, 5*time.Millisecond), 50*time.Millisecond), MetricsRegisterer: opts.Registerer})
+	if err != nil {
+		return report{}, err
+	}
+	if opts.Registerer != nil {
+		if err := registerStoreMetrics(opts.Registerer, st); err != nil {
+			return report{}, err
+		}
+	}
+	gm, err := platform.GatewayMachine()
+	if err != nil {
+		return report{}, err
+	}
+	dm, err := platform.DomainMachine()
+	if err != nil {
+		return report{}, err
+	}
+
+	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	defer cancel()
+	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	var runErr error
+	wg.Go(func() { runErr = p.Run(runCtx) })
+	inv := &invariants{p: p, sim: sim}
+	wg.Go(func() { inv.watch(runCtx, p.Collections().Gateways) })
+	d := &display{p: p, sim: sim, gm: gm, out: out, tty: opts.TTY, start: time.Now()}
+	if opts.Refresh > 0 {
+		wg.Go(func() { d.loop(runCtx, opts.Refresh) })
+	}
+
+	rep, err := script(ctx, p, gm, dm, d, opts.Gateways)
+	stop()
+	wg.Wait()
+	d.draw(context.Background(), "final")
+	rep.Elapsed = time.Since(d.start)
+	stats := p.Stats()
+	rep.Steps, rep.Retried, rep.Injected = stats.Steps, stats.Retried, sim.Stats().Failures
+	rep.Writes = revision(st)
+	rep.Documents = countDocuments(st)
+	rep.Violations = append(rep.Violations, inv.errors()...)
+	if err := platform.CheckOrder(sim.Ops()); err != nil {
+		rep.Violations = append(rep.Violations, err)
+	}
+	for i, want := range intents(opts.Gateways) {
+		if want != platform.Deleted || !rep.Converged {
+			continue
+		}
+		left, err := p.Leftovers(context.Background(), gatewayID(i), sim.Resources(), sim.DatabaseNames())
+		if err != nil {
+			return rep, err
+		}
+		if len(left) > 0 {
+			rep.Violations = append(rep.Violations, fmt.Errorf("%s was deleted but %v remain", gatewayID(i), left))
+		}
+	}
+	return rep, errors.Join(err, runErr)
+}
+
+// script creates the gateways, starts them, stops one, restarts one and
+// deletes two, then waits until every document has settled.
+func script(ctx context.Context, p *platform.Platform, gm *sm.Machine[platform.GatewayState, platform.GatewayPhase],
+	dm *sm.Machine[platform.DomainState, platform.DomainPhase], d *display, n int) (report, error) {
+	var rep report
+	want := intents(n)
+	gws := make([]*platform.Gateway, n)
+	for i := range n {
+		spec := platform.GatewaySpec{State: platform.Running, Image: "imprun/runtime:1.4"}
+		if i%2 == 0 {
+			spec.CustomDomain = gatewayID(i) + ".api.example.com"
+		}
+		gw, err := p.CreateGateway(ctx, gatewayID(i), spec)
+		if err != nil {
+			return rep, err
+		}
+		gws[i] = gw
+		for j := range 2 {
+			if err := p.AddCloudFunction(ctx, gw, fmt.Sprintf("fn-%d", j), platform.CloudFunctionSpec{Runtime: "node20"}); err != nil {
+				return rep, err
+			}
+		}
+		if err := p.AddCronTrigger(ctx, gw, "nightly", platform.CronTriggerSpec{Function: "fn-0", Schedule: "0 3 * * *"}); err != nil {
+			return rep, err
+		}
+	}
+	d.say("created %d gateways, each with 2 cloud functions and a cron trigger", n)
+
+	all := func(platform.GatewayState) platform.GatewayState { return platform.Running }
+	if err := converge(ctx, p, gm, dm, n, all); err != nil {
+		return rep, fmt.Errorf("starting the gateways: %w", err)
+	}
+	for _, gw := range gws {
+		for _, stage := range platform.Stages[:2] {
+			if err := p.AddClientApp(ctx, gw, stage, "web", platform.ClientAppSpec{Name: "web"}); err != nil {
+				return rep, err
+			}
+		}
+	}
+	d.say("all %d gateways Started; added client apps", n)
+
+	for i, s := range want {
+		if s == platform.Running {
+			continue
+		}
+		if _, err := p.SetGatewayState(ctx, gatewayID(i), s); err != nil {
+			return rep, err
+		}
+		d.say("%s: State = %s", gatewayID(i), s)
+	}
+	// A change of intent once Deleting has begun is refused, naming the phase.
+	if i := slices.Index(want, platform.Deleted); i >= 0 {
+		if err := refuseWhileDeleting(ctx, p, gatewayID(i), d); err != nil {
+			return rep, err
+		}
+	}
+	if err := converge(ctx, p, gm, dm, n, func(platform.GatewayState) platform.GatewayState { return "" }); err != nil {
+		return rep, fmt.Errorf("converging: %w", err)
+	}
+	d.say("converged")
+	for _, s := range want {
+		if s == platform.Deleted {
+			rep.Removed++
+		}
+	}
+	rep.Settled, _ = settledCount(ctx, p, gm, dm)
+	rep.Converged = true
+	return rep, nil
+}
+
+// refuseWhileDeleting waits until gateway id is Deleting, then asks for it to
+// run again: the platform must refuse.
+func refuseWhileDeleting(ctx context.Context, p *platform.Platform, id string, d *display) error {
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for {
+		gw, err := p.Collections().Gateways.Get(ctx, id)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil // already gone
+		}
+		if err != nil {
+			return err
+		}
+		if gw.Status.Phase == platform.GatewayDeleting {
+			_, err := p.SetGatewayState(ctx, id, platform.Running)
+			if !errors.Is(err, sm.ErrIntentRefused) {
+				return fmt.Errorf("%s: Running while Deleting was not refused (error %v)", id, err)
+			}
+			d.say("refused: %v", err)
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// converge waits until every gateway i has settled: in its intent, or in
+// override(intent) when that is not empty; a Deleted gateway must be gone.
+// Runtime domains must have settled too.
+func converge(ctx context.Context, p *platform.Platform, gm *sm.Machine[platform.GatewayState, platform.GatewayPhase],
+	dm *sm.Machine[platform.DomainState, platform.DomainPhase], n int, override func(platform.GatewayState) platform.GatewayState) error {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		done, err := converged(ctx, p, gm, dm, n, override)
+		if err != nil || done {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+func converged(ctx context.Context, p *platform.Platform, gm *sm.Machine[platform.GatewayState, platform.GatewayPhase],
+	dm *sm.Machine[platform.DomainState, platform.DomainPhase], n int, override func(platform.GatewayState) platform.GatewayState) (bool, error) {
+	docs := p.Collections()
+	for i := range n {
+		gw, err := docs.Gateways.Get(ctx, gatewayID(i))
+		if errors.Is(err, store.ErrNotFound) {
+			continue // removed: its cascade finished
+		}
+		if err != nil {
+			return false, err
+		}
+		intent := gw.Spec.State
+		if o := override(intent); o != "" {
+			intent = o
+		}
+		if intent == platform.Deleted {
+			return false, nil // still there
+		}
+		if gw.Status.Phase == "" {
+			return false, nil // not acted on yet
+		}
+		if d, err := gm.Decide(intent, gw.Status.Status); err != nil || d.Kind != sm.Nothing || gw.Spec.State != intent {
+			return false, err
+		}
+	}
+	domains, _, err := docs.Domains.List(ctx, store.ListOptions{})
+	if err != nil {
+		return false, err
+	}
+	for _, d := range domains {
+		if d.Status.Phase == "" {
+			return false, nil
+		}
+		if dec, err := dm.Decide(d.Spec.State, d.Status.Status); err != nil || dec.Kind != sm.Nothing || d.Terminating() {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// settledCount counts the gateways and runtime domains whose pair is settled.
+func settledCount(ctx context.Context, p *platform.Platform, gm *sm.Machine[platform.GatewayState, platform.GatewayPhase],
+	dm *sm.Machine[platform.DomainState, platform.DomainPhase]) (int, error) {
+	docs := p.Collections()
+	gws, _, err := docs.Gateways.List(ctx, store.ListOptions{})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, gw := range gws {
+		if d, err := gm.Decide(gw.Spec.State, gw.Status.Status); err == nil && d.Kind == sm.Nothing {
+			n++
+		}
+	}
+	domains, _, err := docs.Domains.List(ctx, store.ListOptions{})
+	if err != nil {
+		return 0, err
+	}
+	for _, d := range domains {
+		if dec, err := dm.Decide(d.Spec.State, d.Status.Status); err == nil && dec.Kind == sm.Nothing {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// invariants watches the gateways: a gateway that entered Deleting never
+// shows another phase but Deleted, and nothing it owned remains when its
+// document is removed.
+type invariants struct {
+	p   *platform.Platform
+	sim *infra.Sim
+
+	mu         sync.Mutex // guards violations
+	violations []error
+}
+
+func (v *invariants) fail(err error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.violations = append(v.violations, err)
+}
+
+func (v *invariants) errors() []error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return slices.Clone(v.violations)
+}
+
+func (v *invariants) watch(ctx context.Context, c *store.Collection[platform.GatewaySpec, platform.GatewayStatus]) {
+	w, err := c.Watch(ctx, 0)
+	if err != nil {
+		v.fail(err)
+		return
+	}
+	defer w.Close()
+	last := map[string]platform.GatewayPhase{}
+	for {
+		e, err := w.Next(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				v.fail(fmt.Errorf("watching gateways: %w", err))
+			}
+			return
+		}
+		key, ph := e.Object.Key, e.Object.Status.Phase
+		if e.Type == store.Deleted {
+			left, err := v.p.Leftovers(ctx, key, v.sim.Resources(), v.sim.DatabaseNames())
+			switch {
+			case err != nil && ctx.Err() == nil:
+				v.fail(err)
+			case len(left) > 0:
+				v.fail(fmt.Errorf("%s removed while %v remain", key, left))
+			}
+			delete(last, key)
+			continue
+		}
+		if last[key] == platform.GatewayDeleting && ph != platform.GatewayDeleting && ph != platform.GatewayDeleted {
+			v.fail(fmt.Errorf("%s went back from Deleting to %s", key, ph))
+		}
+		if ph != "" {
+			last[key] = ph
+		}
+	}
+}
+
+// revision is the store's revision: one per write since it started.
+func revision(b store.Backend) int64 {
+	res, err := b.List(context.Background(), platform.KindApiGateway, store.ListOptions{})
+	if err != nil {
+		return 0
+	}
+	return res.Revision
+}
+
+func countDocuments(b store.Backend) int {
+	n := 0
+	for _, kind := range platform.Kinds() {
+		res, err := b.List(context.Background(), kind, store.ListOptions{})
+		if err == nil {
+			n += len(res.Items)
+		}
+	}
+	return n
+}
+
+// registerStoreMetrics exports the number of stored documents per kind and
+// the store's revision.
+func registerStoreMetrics(reg prometheus.Registerer, b store.Backend) error {
+	for _, kind := range platform.Kinds() {
+		g := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tend_store_documents", Help: "Documents stored, per kind.",
+			ConstLabels: prometheus.Labels{"kind": kind}}, func() float64 {
+			res, err := b.List(context.Background(), kind, store.ListOptions{})
+			if err != nil {
+				return 0
+			}
+			return float64(len(res.Items))
+		})
+		if err := reg.Register(g); err != nil {
+			return err
+		}
+	}
+	return reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tend_store_revision",
+		Help: "The store's revision: one per write."}, func() float64 { return float64(revision(b)) }))
+}
