@@ -53,4 +53,10 @@ if [ -f bench/go.mod ]; then
   (cd bench && go test -run '^$' -bench . -benchtime 1x ./...) || fail "benchmarks"
 fi
 
+step "the README's first command, exactly as written"
+demo=$(sed -n 's/^\(go run [^#]*[^ #]\) *#.*main demo.*/\1/p' README.md)
+[ -n "$demo" ] || fail "README.md no longer shows the demo command"
+echo "$demo"
+bash -c "$demo" >/dev/null || fail "the README's demo command failed: $demo"
+
 step "all checks passed"

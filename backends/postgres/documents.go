@@ -1,0 +1,357 @@
+package postgres
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tendhq/tend/store"
+)
+
+// Get returns the stored document.
+func (s *Store) Get(ctx context.Context, kind, key string) (store.Document, error) {
+	const op = "get"
+	if err := ctx.Err(); err != nil {
+		return store.Document{}, err
+	}
+	if err := s.checkKind(op, kind, key, true); err != nil {
+		return store.Document{}, err
+	}
+	var d store.Document
+	var err error
+	for range maxAttempts {
+		d, err = scanDoc(s.pool.QueryRow(ctx, s.sql.get, kind, key))
+		if !retryable(ctx, err) {
+			break
+		}
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.Document{}, &store.Error{Op: op, Kind: kind, Key: key, Err: store.ErrNotFound}
+	}
+	return d, s.translate(ctx, op, kind, key, err)
+}
+
+// List returns the matching documents, ordered by key, read in one snapshot
+// with the revision. Equality and existence requirements of the selector
+// and the owner UID are served by GIN indexes; the selector then decides.
+func (s *Store) List(ctx context.Context, kind string, opts store.ListOptions) (store.ListResult, error) {
+	const op = "list"
+	if err := ctx.Err(); err != nil {
+		return store.ListResult{}, err
+	}
+	if err := s.checkKind(op, kind, "", false); err != nil {
+		return store.ListResult{}, err
+	}
+	if err := opts.Selector.Validate(); err != nil {
+		return store.ListResult{}, &store.Error{Op: op, Kind: kind, Err: err}
+	}
+	query, args := s.listQuery(kind, opts)
+	var res store.ListResult
+	var err error
+	for range maxAttempts {
+		res, err = s.list(ctx, query, args, opts.Selector)
+		if !retryable(ctx, err) {
+			break
+		}
+	}
+	if err != nil {
+		return store.ListResult{}, s.translate(ctx, op, kind, "", err)
+	}
+	return res, nil
+}
+
+func (s *Store) listQuery(kind string, opts store.ListOptions) (string, []any) {
+	var q strings.Builder
+	q.WriteString(s.sql.listPrefix)
+	args := []any{kind}
+	equal := map[string]string{}
+	var exist []string
+	for _, r := range opts.Selector.Requirements() {
+		switch r.Operator {
+		case store.Equals:
+			equal[r.Key] = r.Values[0]
+		case store.Exists, store.In:
+			exist = append(exist, r.Key)
+		}
+	}
+	if len(equal) > 0 {
+		args = append(args, equal)
+		fmt.Fprintf(&q, " AND labels @> $%d::jsonb", len(args))
+	}
+	if len(exist) > 0 {
+		args = append(args, exist)
+		fmt.Fprintf(&q, " AND labels ?& $%d::text[]", len(args))
+	}
+	if opts.OwnerUID != "" {
+		args = append(args, []string{opts.OwnerUID})
+		fmt.Fprintf(&q, " AND owner_uids @> $%d::text[]", len(args))
+	}
+	q.WriteString(` ORDER BY key COLLATE "C"`)
+	return q.String(), args
+}
+
+func (s *Store) list(ctx context.Context, query string, args []any, sel store.Selector) (store.ListResult, error) {
+	var res store.ListResult
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly},
+		func(tx pgx.Tx) error {
+			if err := tx.QueryRow(ctx, s.sql.listRevision).Scan(&res.Revision); err != nil {
+				return err
+			}
+			rows, err := tx.Query(ctx, query, args...)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				d, err := scanDoc(rows)
+				if err != nil {
+					return err
+				}
+				if sel.Matches(d.Meta.Labels) {
+					res.Items = append(res.Items, d)
+				}
+			}
+			return rows.Err()
+		})
+	return res, err
+}
+
+// Create stores a new document.
+func (s *Store) Create(ctx context.Context, doc store.Document) (store.Document, error) {
+	const op = "create"
+	m := &doc.Meta
+	if err := ctx.Err(); err != nil {
+		return store.Document{}, err
+	}
+	if err := s.checkKind(op, m.Kind, m.Key, true); err != nil {
+		return store.Document{}, err
+	}
+	var err error
+	switch {
+	case m.Revision != 0:
+		err = fmt.Errorf("%w: revision %d: a new document has revision 0", store.ErrInvalid, m.Revision)
+	case len(doc.Status) != 0:
+		err = fmt.Errorf("%w: status is written by UpdateStatus only", store.ErrInvalid)
+	default:
+		err = store.ValidateMeta(m)
+	}
+	if err != nil {
+		return store.Document{}, &store.Error{Op: op, Kind: m.Kind, Key: m.Key, Err: err}
+	}
+	fin, owners, uids, labels, err := metaArgs(m)
+	if err != nil {
+		return store.Document{}, &store.Error{Op: op, Kind: m.Kind, Key: m.Key, Err: fmt.Errorf("%w: %v", store.ErrInvalid, err)}
+	}
+	uid := rand.Text()
+	var out store.Document
+	err = s.inTx(ctx, op, m.Kind, m.Key, func(tx pgx.Tx) error {
+		switch _, err := scanDoc(tx.QueryRow(ctx, s.sql.lock, m.Kind, m.Key)); {
+		case err == nil:
+			return &store.Error{Op: op, Kind: m.Kind, Key: m.Key, Err: store.ErrAlreadyExists}
+		case !errors.Is(err, pgx.ErrNoRows):
+			return err
+		}
+		d, err := scanDoc(tx.QueryRow(ctx, s.sql.create, m.Kind, m.Key, uid, fin, owners, uids, labels, orNull(doc.Spec)))
+		if err != nil {
+			return err
+		}
+		out = d
+		return s.prune(ctx, tx, d.Meta.Revision)
+	})
+	return out, err
+}
+
+// UpdateSpec writes the document's spec, labels, finalizers and owners.
+func (s *Store) UpdateSpec(ctx context.Context, doc store.Document) (store.Document, error) {
+	const op = "update spec"
+	m := &doc.Meta
+	if err := ctx.Err(); err != nil {
+		return store.Document{}, err
+	}
+	if err := s.checkKind(op, m.Kind, m.Key, true); err != nil {
+		return store.Document{}, err
+	}
+	if err := store.ValidateMeta(m); err != nil {
+		return store.Document{}, &store.Error{Op: op, Kind: m.Kind, Key: m.Key, Err: err}
+	}
+	var out store.Document
+	err := s.inTx(ctx, op, m.Kind, m.Key, func(tx pgx.Tx) error {
+		cur, err := s.current(ctx, tx, op, m.Kind, m.Key, m.Revision)
+		if err != nil {
+			return err
+		}
+		if cur.Meta.Terminating() {
+			for _, f := range m.Finalizers {
+				if !cur.Meta.HasFinalizer(f) {
+					return &store.Error{Op: op, Kind: m.Kind, Key: m.Key,
+						Err: fmt.Errorf("%w: cannot add finalizer %q: deletion was requested", store.ErrInvalid, f)}
+				}
+			}
+		}
+		specChanged := !bytes.Equal(cur.Spec, doc.Spec)
+		if !specChanged && maps.Equal(cur.Meta.Labels, m.Labels) && slices.Equal(cur.Meta.Owners, m.Owners) &&
+			slices.Equal(cur.Meta.Finalizers, m.Finalizers) {
+			out = cur
+			return nil
+		}
+		next := cur
+		next.Spec = doc.Spec
+		next.Meta.Labels, next.Meta.Owners, next.Meta.Finalizers = m.Labels, m.Owners, m.Finalizers
+		if specChanged {
+			next.Meta.Generation++
+		}
+		if !next.Meta.Terminating() || len(next.Meta.Finalizers) > 0 {
+			out, err = s.put(ctx, tx, next, false, store.Modified)
+			return err
+		}
+		// The last finalizer is gone: the document goes, logged as it is
+		// now.
+		if out, err = s.put(ctx, tx, next, false, store.Deleted); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, s.sql.removeQuiet, m.Kind, m.Key)
+		return err
+	})
+	return out, err
+}
+
+// UpdateStatus writes the document's status.
+func (s *Store) UpdateStatus(ctx context.Context, doc store.Document) (store.Document, error) {
+	const op = "update status"
+	m := &doc.Meta
+	if err := ctx.Err(); err != nil {
+		return store.Document{}, err
+	}
+	if err := s.checkKind(op, m.Kind, m.Key, true); err != nil {
+		return store.Document{}, err
+	}
+	var out store.Document
+	err := s.inTx(ctx, op, m.Kind, m.Key, func(tx pgx.Tx) error {
+		cur, err := s.current(ctx, tx, op, m.Kind, m.Key, m.Revision)
+		if err != nil {
+			return err
+		}
+		if bytes.Equal(cur.Status, doc.Status) {
+			out = cur
+			return nil
+		}
+		next := cur
+		next.Status = doc.Status
+		out, err = s.put(ctx, tx, next, false, store.Modified)
+		return err
+	})
+	return out, err
+}
+
+// Delete removes the document, or marks it Terminating if it has
+// finalizers.
+func (s *Store) Delete(ctx context.Context, kind, key string, opts store.DeleteOptions) error {
+	const op = "delete"
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := s.checkKind(op, kind, key, true); err != nil {
+		return err
+	}
+	return s.inTx(ctx, op, kind, key, func(tx pgx.Tx) error {
+		cur, err := scanDoc(tx.QueryRow(ctx, s.sql.lock, kind, key))
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			return &store.Error{Op: op, Kind: kind, Key: key, Err: store.ErrNotFound}
+		case err != nil:
+			return err
+		case opts.Revision != 0 && opts.Revision != cur.Meta.Revision:
+			return &store.Error{Op: op, Kind: kind, Key: key,
+				Err: fmt.Errorf("%w: revision %d is not the stored %d", store.ErrConflict, opts.Revision, cur.Meta.Revision)}
+		case opts.UID != "" && opts.UID != cur.Meta.UID:
+			return &store.Error{Op: op, Kind: kind, Key: key,
+				Err: fmt.Errorf("%w: UID %q is not the stored %q", store.ErrConflict, opts.UID, cur.Meta.UID)}
+		case cur.Meta.Terminating():
+			return nil
+		case len(cur.Meta.Finalizers) > 0:
+			_, err := s.put(ctx, tx, cur, true, store.Modified)
+			return err
+		}
+		var rev int64
+		if err := tx.QueryRow(ctx, s.sql.remove, kind, key).Scan(&rev); err != nil {
+			return err
+		}
+		return s.prune(ctx, tx, rev)
+	})
+}
+
+// current locks and returns the stored document if its revision is rev.
+func (s *Store) current(ctx context.Context, tx pgx.Tx, op, kind, key string, rev int64) (store.Document, error) {
+	cur, err := scanDoc(tx.QueryRow(ctx, s.sql.lock, kind, key))
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return store.Document{}, &store.Error{Op: op, Kind: kind, Key: key, Err: store.ErrNotFound}
+	case err != nil:
+		return store.Document{}, err
+	case cur.Meta.Revision != rev:
+		return store.Document{}, &store.Error{Op: op, Kind: kind, Key: key,
+			Err: fmt.Errorf("%w: revision %d is not the stored %d", store.ErrConflict, rev, cur.Meta.Revision)}
+	}
+	return cur, nil
+}
+
+// put writes next over the stored document, at a new revision, and logs the
+// change as typ. With terminate it records that deletion was requested.
+func (s *Store) put(ctx context.Context, tx pgx.Tx, next store.Document, terminate bool, typ store.EventType) (store.Document, error) {
+	m := &next.Meta
+	fin, owners, uids, labels, err := metaArgs(m)
+	if err != nil {
+		return store.Document{}, err
+	}
+	d, err := scanDoc(tx.QueryRow(ctx, s.sql.put, m.Kind, m.Key, m.Generation, terminate,
+		fin, owners, uids, labels, orNull(next.Spec), orNull(next.Status), int16(typ)))
+	if err != nil {
+		return store.Document{}, err
+	}
+	return d, s.prune(ctx, tx, d.Meta.Revision)
+}
+
+// pruneEvery is how many revisions pass between discards of old history.
+const pruneEvery = 1024
+
+// prune discards the history older than Config.History revisions, every
+// pruneEvery revisions (or every History revisions if that is fewer), in
+// the transaction that wrote rev.
+func (s *Store) prune(ctx context.Context, tx pgx.Tx, rev int64) error {
+	if rev%min(pruneEvery, s.history) != 0 || rev <= s.history {
+		return nil
+	}
+	_, err := tx.Exec(ctx, s.sql.compact, rev-s.history)
+	return err
+}
+
+// Compact discards the change history up to and including revision. See
+// [store.Compactor]. Watches waiting for changes are woken so that those
+// overtaken fail at once.
+func (s *Store) Compact(ctx context.Context, revision int64) error {
+	const op = "compact"
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return s.inTx(ctx, op, "", "", func(tx pgx.Tx) error {
+		var cur int64
+		if err := tx.QueryRow(ctx, s.sql.compactCheck).Scan(&cur); err != nil {
+			return err
+		}
+		if revision < 0 || revision > cur {
+			return &store.Error{Op: op, Err: fmt.Errorf("%w: revision %d is outside 0..%d", store.ErrInvalid, revision, cur)}
+		}
+		if _, err := tx.Exec(ctx, s.sql.compact, revision); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `SELECT pg_notify($1, '')`, s.channel)
+		return err
+	})
+}

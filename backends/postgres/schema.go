@@ -1,0 +1,138 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// migrations are the schema versions, in order: migrations[i] takes the
+// schema from version i to version i+1. A released migration is never
+// changed; a new schema change is a new entry. "{s}" stands for the quoted
+// schema name.
+var migrations = []string{
+	// 1: documents, the revision counter, the change log and leases.
+	`
+CREATE TABLE {s}.revision (
+	one       boolean PRIMARY KEY DEFAULT true CHECK (one),
+	value     bigint NOT NULL, -- the revision of the newest write
+	compacted bigint NOT NULL  -- changes up to this revision may be discarded
+);
+INSERT INTO {s}.revision (value, compacted) VALUES (0, 0);
+
+CREATE TABLE {s}.documents (
+	kind                  text NOT NULL,
+	key                   text NOT NULL,
+	uid                   text NOT NULL UNIQUE,
+	revision              bigint NOT NULL,
+	generation            bigint NOT NULL,
+	created_at            timestamptz NOT NULL,
+	updated_at            timestamptz NOT NULL,
+	deletion_requested_at timestamptz,
+	finalizers            text[],
+	owners                jsonb,
+	owner_uids            text[],
+	labels                jsonb,
+	spec                  bytea,
+	status                bytea,
+	PRIMARY KEY (kind, key)
+);
+CREATE INDEX documents_labels ON {s}.documents USING gin (labels);
+CREATE INDEX documents_owner_uids ON {s}.documents USING gin (owner_uids);
+
+-- One row per revision: the document as the change left it (as it was last
+-- stored, for a removal).
+CREATE TABLE {s}.changes (
+	revision              bigint PRIMARY KEY,
+	type                  smallint NOT NULL,
+	kind                  text NOT NULL,
+	key                   text NOT NULL,
+	uid                   text NOT NULL,
+	doc_revision          bigint NOT NULL,
+	generation            bigint NOT NULL,
+	created_at            timestamptz NOT NULL,
+	updated_at            timestamptz NOT NULL,
+	deletion_requested_at timestamptz,
+	finalizers            text[],
+	owners                jsonb,
+	labels                jsonb,
+	spec                  bytea,
+	status                bytea
+);
+CREATE INDEX changes_kind_revision ON {s}.changes (kind, revision);
+
+CREATE FUNCTION {s}.notify_change() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	PERFORM pg_notify(TG_TABLE_SCHEMA || '.changes', NEW.kind);
+	RETURN NULL;
+END $$;
+CREATE TRIGGER notify_change AFTER INSERT ON {s}.changes
+	FOR EACH ROW EXECUTE FUNCTION {s}.notify_change();
+
+CREATE TABLE {s}.leases (
+	name    text PRIMARY KEY,
+	holder  text NOT NULL,
+	fence   bigint NOT NULL,
+	ttl_ns  bigint NOT NULL,
+	expires timestamptz NOT NULL,
+	held    boolean NOT NULL
+);
+`,
+}
+
+// SchemaVersion is the newest schema version this package knows: the number
+// of migrations it carries.
+const SchemaVersion = 1
+
+// Migrate brings the schema named schema up to [SchemaVersion], creating it
+// if needed, in one transaction. It is idempotent and safe to run from
+// several processes at once: they serialise on an advisory lock. A schema at
+// a newer version than this package knows fails with [ErrSchemaTooNew] and is
+// left untouched. [New] calls it.
+func Migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
+	if !schemaPattern.MatchString(schema) {
+		return fmt.Errorf("postgres: schema %q: want lower-case letters, digits and '_', at most 48 bytes", schema)
+	}
+	q := pgx.Identifier{schema}.Sanitize()
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('tend.migrate.' || $1))`, schema); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+q); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+q+`.schema_version (
+			one boolean PRIMARY KEY DEFAULT true CHECK (one),
+			version integer NOT NULL)`); err != nil {
+			return err
+		}
+		var version int
+		err := tx.QueryRow(ctx, `SELECT version FROM `+q+`.schema_version`).Scan(&version)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			version = 0
+		case err != nil:
+			return err
+		}
+		if version > SchemaVersion {
+			return fmt.Errorf("%w: schema %q is at version %d, this program knows versions up to %d",
+				ErrSchemaTooNew, schema, version, SchemaVersion)
+		}
+		for v := version; v < SchemaVersion; v++ {
+			if _, err := tx.Exec(ctx, strings.ReplaceAll(migrations[v], "{s}", q)); err != nil {
+				return fmt.Errorf("migration to version %d: %w", v+1, err)
+			}
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO `+q+`.schema_version (version) VALUES ($1)
+			ON CONFLICT (one) DO UPDATE SET version = EXCLUDED.version`, SchemaVersion)
+		return err
+	})
+	if err != nil && !errors.Is(err, ErrSchemaTooNew) {
+		return fmt.Errorf("postgres: migrate schema %q: %w", schema, err)
+	}
+	return err
+}
