@@ -22,6 +22,19 @@
 // counter per backend, so they also order the backend's change history, which
 // [Watcher.Watch] replays.
 //
+// An update that changes nothing keeps the revision and produces no watch
+// event, so a controller rewriting an unchanged status does not wake itself.
+// Writes whose revision is stale fail with [ErrConflict] even then.
+//
+// # Labels, selectors and validation
+//
+// [ParseSelector] reads Kubernetes label-selector syntax ("env=prod,tier in
+// (web,edge),!canary") into a [Selector] with a canonical [Selector.String];
+// backends translate its [Selector.Requirements] into their own queries.
+// [ValidateKind], [ValidateKey], [ValidateLabels], [ValidateFinalizer] and
+// [ValidateMeta] state what a backend accepts; every backend calls them, so
+// all backends accept the same documents.
+//
 // # Deletion and finalizers
 //
 // Deleting a document that has finalizers only records the time deletion was
@@ -37,6 +50,15 @@
 // (see [WithFence]) succeeds only while that lease is still held at that token,
 // checked atomically with the write, so a replica that lost its lease cannot
 // overwrite its successor's work.
+//
+// # Watches
+//
+// [Watcher.Watch] from a revision (typically a [ListResult.Revision])
+// delivers every later change in revision order, exactly once. A revision
+// older than the history the backend keeps fails with [ErrCompacted] (list
+// again); a consumer that falls too far behind fails with [ErrWatchLagged]
+// (watch again from its last revision). Backends that can discard history on
+// demand implement [Compactor].
 //
 // # Conformance
 //

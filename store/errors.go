@@ -51,7 +51,7 @@ type Error struct {
 	Err error
 }
 
-// Error formats as "store: update status ApiGateway team-a/gw-1: store: conflict".
+// Error formats as `store: update status ApiGateway "team-a/gw-1": store: conflict`.
 func (e *Error) Error() string {
 	s := "store: " + e.Op
 	if e.Kind != "" {

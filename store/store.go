@@ -123,7 +123,9 @@ type Event struct {
 	Type EventType
 	// Revision is the revision of the change. For Added and Modified it equals
 	// Document.Meta.Revision; for Deleted it is the revision of the removal and
-	// Document is the last stored state.
+	// Document is the document's last state (a backend may report the state
+	// stored before a removal made by UpdateSpec, with its last finalizer
+	// still listed).
 	Revision int64
 	Document Document
 }
@@ -152,6 +154,13 @@ type Reader interface {
 // Writer changes documents. Every method validates its input and fails with an
 // error matching [ErrInvalid] before writing anything. Each write is atomic: it
 // happens whole or not at all.
+//
+// An update that would change nothing (the same Spec bytes, labels,
+// finalizers and owners for UpdateSpec; the same Status bytes for
+// UpdateStatus) is not a change: once its precondition holds, it returns the
+// stored document with its revision unchanged and no watch sees an event. A
+// controller that rewrites an unchanged status therefore does not wake itself
+// up again.
 type Writer interface {
 	// Create stores a new document and returns it as stored, with UID,
 	// Revision, Generation 1 and times set. doc.Meta.Revision must be zero and
@@ -173,6 +182,18 @@ type Writer interface {
 	// Deleting a Terminating document again changes nothing. Failed
 	// preconditions return [ErrConflict]; a missing document [ErrNotFound].
 	Delete(ctx context.Context, kind, key string, opts DeleteOptions) error
+}
+
+// Compactor is implemented by backends that can discard history on demand.
+// Package storetest uses it to check [ErrCompacted]; a backend whose store
+// compacts only on its own schedule implements it in its test wrapper.
+type Compactor interface {
+	// Compact discards the change history up to and including revision:
+	// afterwards a watch from an earlier revision fails with [ErrCompacted],
+	// and so does a watch that has not yet received a discarded change.
+	// A revision beyond the backend's current one is an error matching
+	// [ErrInvalid].
+	Compact(ctx context.Context, revision int64) error
 }
 
 // Watcher streams changes.

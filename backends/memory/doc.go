@@ -1,0 +1,39 @@
+// Package memory is the embedded, in-process [store.Backend]: the default for
+// a single process, and the fake every other package tests against. It passes
+// the same conformance suite (package storetest) as the real backends, so it
+// cannot drift from them.
+//
+// # Documents
+//
+// [New] takes the kinds to hold in [Config]. Each write stores a new
+// immutable version of the document under one lock, bumping one revision
+// counter shared by all kinds, and hands back a deep copy: changing a
+// returned document, or the document passed in, never changes the store.
+// Owner UIDs and label values are indexed, so [Store.List] by owner or by an
+// equality selector does not scan the kind; a List with no narrowing reuses
+// a sorted key list that only a create or a removal invalidates.
+//
+// # Watches
+//
+// Each kind keeps its last [Config.History] changes in a ring. A watch is a
+// position in that ring: [store.Watch.Next] copies the next change out, or
+// waits on a channel the next write closes. No goroutine serves a watch and
+// writers never wait for watchers. A watch that leaves more than
+// [Config.WatchBuffer] of the changes made since it began unread fails with
+// [store.ErrWatchLagged] and can resume from its last revision, because the
+// history is longer than the buffer; a watch from a revision older than the
+// history, or overtaken by [Store.Compact], fails with [store.ErrCompacted].
+//
+// # Leases and fences
+//
+// Leases live beside the documents under the same lock, so a fenced write
+// ([store.WithFence]) checks its lease in the same step as the write. Lease
+// expiry follows [Config.Now], so tests can drive it with testing/synctest.
+//
+// # Snapshots
+//
+// [Store.Snapshot] and [Store.SnapshotFile] save the documents, leases and
+// revision; [Config.Restore] starts a store from them, so a demo can stop and
+// resume. A snapshot carries a SHA-256 checksum; a truncated or altered one
+// fails with [ErrBadSnapshot].
+package memory

@@ -1,0 +1,635 @@
+package memory
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tendhq/tend/store"
+)
+
+// Defaults of [Config].
+const (
+	// DefaultHistory is the number of changes retained per kind when
+	// Config.History is zero.
+	DefaultHistory = 10_000
+)
+
+// Config configures a [Store]. The zero value of each field but Kinds is a
+// documented default.
+type Config struct {
+	// Kinds are the kinds the store holds; each must pass
+	// [store.ValidateKind]. Required.
+	Kinds []string
+	// Now is the store's clock, used for timestamps and lease expiry. Nil
+	// means time.Now (which testing/synctest fakes).
+	Now func() time.Time
+	// History is the number of changes retained per kind for watches to
+	// resume from, at least 2. A watch from a revision older than the
+	// retained history fails with [store.ErrCompacted]. Zero means
+	// [DefaultHistory].
+	History int
+	// WatchBuffer is how many changes made since a watch began it may have
+	// left unread before it is cut off with [store.ErrWatchLagged] (the
+	// history it replays from its starting revision does not count).
+	// Changes are not copied per watch: every watch reads the kind's shared
+	// history, so the bound costs no memory and writers never wait for
+	// watchers. It must be less than History, so a cut-off watch can resume
+	// from its last revision. Zero means half of History.
+	WatchBuffer int
+	// Restore, when set, is read by [New] for a snapshot written by
+	// [Store.Snapshot]; the store starts with its documents, leases and
+	// revision. Every kind in the snapshot must be among Kinds.
+	Restore io.Reader
+}
+
+// Store is an in-memory [store.Backend]. It is safe for concurrent use. Its
+// zero value is not usable; call [New].
+type Store struct {
+	now         func() time.Time
+	watchBuffer uint64
+	kindNames   []string         // sorted
+	kinds       map[string]*kind // fixed by New; each kind is guarded by mu
+
+	// mu guards rev, leases and the documents, indexes and change log of
+	// every kind.
+	mu     sync.RWMutex
+	rev    int64
+	leases map[string]*lease
+}
+
+var (
+	_ store.Backend   = (*Store)(nil)
+	_ store.Compactor = (*Store)(nil)
+)
+
+// kind holds the documents of one kind.
+type kind struct {
+	name string
+	docs map[string]*version
+	// sorted caches the keys of docs in order; nil after a document is
+	// added or removed. Readers holding mu for reading may fill it.
+	sorted atomic.Pointer[[]string]
+	// labels indexes keys by label key and value.
+	labels map[string]map[string]map[string]struct{}
+	// owners indexes keys by owner UID.
+	owners map[string]map[string]struct{}
+	log    changeLog
+	// compacted is the newest revision discarded from log: a watch from an
+	// older revision fails with store.ErrCompacted.
+	compacted int64
+
+	// notifyMu guards notify.
+	notifyMu sync.Mutex
+	// notify is closed at the kind's next change. It is created by a watch
+	// that has to wait, so writes allocate nothing when no watch waits.
+	notify chan struct{}
+}
+
+// version is one stored state of a document. It is never modified once
+// stored: a write stores a new version, which shares the unchanged parts of
+// the old one.
+type version struct {
+	meta   store.Meta
+	spec   []byte
+	status []byte
+}
+
+// document returns a deep copy of v.
+func (v *version) document() store.Document {
+	d := store.Document{Meta: v.meta}
+	if n := len(v.spec) + len(v.status); n > 0 {
+		buf := make([]byte, n)
+		copy(buf, v.spec)
+		copy(buf[len(v.spec):], v.status)
+		if len(v.spec) > 0 {
+			d.Spec = buf[:len(v.spec):len(v.spec)]
+		}
+		if len(v.status) > 0 {
+			d.Status = buf[len(v.spec):]
+		}
+	}
+	d.Meta.Finalizers = slices.Clone(v.meta.Finalizers)
+	d.Meta.Owners = slices.Clone(v.meta.Owners)
+	if v.meta.Labels != nil {
+		d.Meta.Labels = maps.Clone(v.meta.Labels)
+	}
+	return d
+}
+
+// New returns an empty store for cfg.Kinds, or one restored from
+// cfg.Restore. It starts no goroutine.
+func New(cfg Config) (*Store, error) {
+	if len(cfg.Kinds) == 0 {
+		return nil, errors.New("memory: Config.Kinds is empty")
+	}
+	history := cfg.History
+	switch {
+	case history == 0:
+		history = DefaultHistory
+	case history < 2:
+		return nil, fmt.Errorf("memory: Config.History %d is less than 2", history)
+	}
+	buffer := cfg.WatchBuffer
+	switch {
+	case buffer < 0:
+		return nil, fmt.Errorf("memory: Config.WatchBuffer %d is negative", buffer)
+	case buffer == 0:
+		buffer = history / 2
+	case buffer >= history:
+		return nil, fmt.Errorf("memory: Config.WatchBuffer %d is not less than Config.History %d", buffer, history)
+	}
+	s := &Store{
+		now:         cfg.Now,
+		watchBuffer: uint64(buffer),
+		kinds:       make(map[string]*kind, len(cfg.Kinds)),
+		leases:      make(map[string]*lease),
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	for _, name := range cfg.Kinds {
+		if err := store.ValidateKind(name); err != nil {
+			return nil, fmt.Errorf("memory: Config.Kinds: %w", err)
+		}
+		if _, dup := s.kinds[name]; dup {
+			return nil, fmt.Errorf("memory: Config.Kinds: %q listed twice", name)
+		}
+		s.kinds[name] = &kind{
+			name:   name,
+			docs:   make(map[string]*version),
+			labels: make(map[string]map[string]map[string]struct{}),
+			owners: make(map[string]map[string]struct{}),
+			log:    changeLog{limit: history},
+		}
+		s.kindNames = append(s.kindNames, name)
+	}
+	slices.Sort(s.kindNames)
+	if cfg.Restore != nil {
+		if err := s.restore(cfg.Restore); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// Kinds returns the kinds the store was configured with, sorted.
+func (s *Store) Kinds() []string { return slices.Clone(s.kindNames) }
+
+// Get returns a copy of the stored document.
+func (s *Store) Get(ctx context.Context, kindName, key string) (store.Document, error) {
+	const op = "get"
+	if err := ctx.Err(); err != nil {
+		return store.Document{}, err
+	}
+	k, err := s.lookup(op, kindName, key)
+	if err != nil {
+		return store.Document{}, err
+	}
+	s.mu.RLock()
+	v := k.docs[key]
+	s.mu.RUnlock()
+	if v == nil {
+		return store.Document{}, &store.Error{Op: op, Kind: kindName, Key: key, Err: store.ErrNotFound}
+	}
+	return v.document(), nil
+}
+
+// List returns copies of the matching documents, ordered by key. A selector
+// requirement of the form "k=v" or "k in (…)", and an owner UID, are served
+// from indexes; other requirements filter the candidates.
+func (s *Store) List(ctx context.Context, kindName string, opts store.ListOptions) (store.ListResult, error) {
+	const op = "list"
+	if err := ctx.Err(); err != nil {
+		return store.ListResult{}, err
+	}
+	k, err := s.kindOf(op, kindName, "")
+	if err != nil {
+		return store.ListResult{}, err
+	}
+	if err := opts.Selector.Validate(); err != nil {
+		return store.ListResult{}, &store.Error{Op: op, Kind: kindName, Err: err}
+	}
+	s.mu.RLock()
+	keys, sorted := k.candidates(opts)
+	vs := make([]*version, 0, len(keys))
+	for _, key := range keys {
+		v := k.docs[key]
+		if opts.Selector.Matches(v.meta.Labels) && (opts.OwnerUID == "" || ownedBy(v, opts.OwnerUID)) {
+			vs = append(vs, v)
+		}
+	}
+	rev := s.rev
+	s.mu.RUnlock()
+	if !sorted {
+		slices.SortFunc(vs, func(a, b *version) int { return strings.Compare(a.meta.Key, b.meta.Key) })
+	}
+	res := store.ListResult{Items: make([]store.Document, len(vs)), Revision: rev}
+	for i, v := range vs {
+		res.Items[i] = v.document()
+	}
+	return res, nil
+}
+
+// candidates returns the keys List must look at and whether they are
+// sorted: the keys of the smallest index entry that serves the owner UID or
+// an equality requirement, or else every key. The caller holds s.mu.
+func (k *kind) candidates(opts store.ListOptions) ([]string, bool) {
+	var pick []map[string]struct{}
+	n, found := 0, false
+	consider := func(sets []map[string]struct{}) {
+		size := 0
+		for _, set := range sets {
+			size += len(set)
+		}
+		if !found || size < n {
+			pick, n, found = sets, size, true
+		}
+	}
+	if opts.OwnerUID != "" {
+		consider([]map[string]struct{}{k.owners[opts.OwnerUID]})
+	}
+	for _, r := range opts.Selector.Requirements() {
+		if r.Operator == store.Equals || r.Operator == store.In {
+			// A document has one value per label, so these sets are disjoint.
+			sets := make([]map[string]struct{}, len(r.Values))
+			for i, v := range r.Values {
+				sets[i] = k.labels[r.Key][v]
+			}
+			consider(sets)
+		}
+	}
+	if !found {
+		if p := k.sorted.Load(); p != nil {
+			return *p, true
+		}
+		keys := slices.Sorted(maps.Keys(k.docs))
+		k.sorted.Store(&keys)
+		return keys, true
+	}
+	keys := make([]string, 0, n)
+	for _, set := range pick {
+		for key := range set {
+			keys = append(keys, key)
+		}
+	}
+	return keys, false
+}
+
+func ownedBy(v *version, uid string) bool {
+	for _, o := range v.meta.Owners {
+		if o.UID == uid {
+			return true
+		}
+	}
+	return false
+}
+
+// Create stores a new document.
+func (s *Store) Create(ctx context.Context, doc store.Document) (store.Document, error) {
+	const op = "create"
+	m := &doc.Meta
+	if err := ctx.Err(); err != nil {
+		return store.Document{}, err
+	}
+	k, err := s.lookup(op, m.Kind, m.Key)
+	if err != nil {
+		return store.Document{}, err
+	}
+	switch {
+	case m.Revision != 0:
+		err = fmt.Errorf("%w: revision %d: a new document has revision 0", store.ErrInvalid, m.Revision)
+	case len(doc.Status) != 0:
+		err = fmt.Errorf("%w: status is written by UpdateStatus only", store.ErrInvalid)
+	default:
+		err = store.ValidateMeta(m)
+	}
+	if err != nil {
+		return store.Document{}, &store.Error{Op: op, Kind: m.Kind, Key: m.Key, Err: err}
+	}
+	v := &version{
+		meta: store.Meta{
+			Kind:       m.Kind,
+			Key:        m.Key,
+			UID:        rand.Text(),
+			Generation: 1,
+			Finalizers: cloneSlice(m.Finalizers),
+			Owners:     cloneSlice(m.Owners),
+			Labels:     cloneMap(m.Labels),
+		},
+		spec: cloneBytes(doc.Spec),
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now, err := s.fenced(ctx, op, m.Kind, m.Key)
+	if err != nil {
+		return store.Document{}, err
+	}
+	if k.docs[m.Key] != nil {
+		return store.Document{}, &store.Error{Op: op, Kind: m.Kind, Key: m.Key, Err: store.ErrAlreadyExists}
+	}
+	s.rev++
+	v.meta.Revision, v.meta.CreatedAt, v.meta.UpdatedAt = s.rev, now, now
+	k.put(nil, v)
+	k.record(store.Added, s.rev, v)
+	return v.document(), nil
+}
+
+// UpdateSpec writes the document's spec, labels, finalizers and owners.
+func (s *Store) UpdateSpec(ctx context.Context, doc store.Document) (store.Document, error) {
+	const op = "update spec"
+	m := &doc.Meta
+	if err := ctx.Err(); err != nil {
+		return store.Document{}, err
+	}
+	k, err := s.lookup(op, m.Kind, m.Key)
+	if err != nil {
+		return store.Document{}, err
+	}
+	if err := store.ValidateMeta(m); err != nil {
+		return store.Document{}, &store.Error{Op: op, Kind: m.Kind, Key: m.Key, Err: err}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now, err := s.fenced(ctx, op, m.Kind, m.Key)
+	if err != nil {
+		return store.Document{}, err
+	}
+	cur, err := k.current(op, m.Key, m.Revision)
+	if err != nil {
+		return store.Document{}, err
+	}
+	if cur.meta.Terminating() {
+		for _, f := range m.Finalizers {
+			if !cur.meta.HasFinalizer(f) {
+				return store.Document{}, &store.Error{Op: op, Kind: m.Kind, Key: m.Key,
+					Err: fmt.Errorf("%w: cannot add finalizer %q: deletion was requested", store.ErrInvalid, f)}
+			}
+		}
+	}
+	specChanged := !bytes.Equal(cur.spec, doc.Spec)
+	labelsChanged := !maps.Equal(cur.meta.Labels, m.Labels)
+	ownersChanged := !slices.Equal(cur.meta.Owners, m.Owners)
+	if !specChanged && !labelsChanged && !ownersChanged && slices.Equal(cur.meta.Finalizers, m.Finalizers) {
+		return cur.document(), nil
+	}
+	v := &version{meta: cur.meta, spec: cur.spec, status: cur.status}
+	if specChanged {
+		v.spec = cloneBytes(doc.Spec)
+		v.meta.Generation++
+	}
+	if labelsChanged {
+		v.meta.Labels = cloneMap(m.Labels)
+	}
+	if ownersChanged {
+		v.meta.Owners = cloneSlice(m.Owners)
+	}
+	v.meta.Finalizers = cloneSlice(m.Finalizers)
+	s.rev++
+	v.meta.Revision, v.meta.UpdatedAt = s.rev, now
+	if v.meta.Terminating() && len(v.meta.Finalizers) == 0 {
+		k.remove(cur)
+		k.record(store.Deleted, s.rev, v)
+		return v.document(), nil
+	}
+	k.put(cur, v)
+	k.record(store.Modified, s.rev, v)
+	return v.document(), nil
+}
+
+// UpdateStatus writes the document's status.
+func (s *Store) UpdateStatus(ctx context.Context, doc store.Document) (store.Document, error) {
+	const op = "update status"
+	m := &doc.Meta
+	if err := ctx.Err(); err != nil {
+		return store.Document{}, err
+	}
+	k, err := s.lookup(op, m.Kind, m.Key)
+	if err != nil {
+		return store.Document{}, err
+	}
+	s.mu.Lock()
+	now, err := s.fenced(ctx, op, m.Kind, m.Key)
+	if err != nil {
+		s.mu.Unlock()
+		return store.Document{}, err
+	}
+	cur, err := k.current(op, m.Key, m.Revision)
+	if err != nil {
+		s.mu.Unlock()
+		return store.Document{}, err
+	}
+	if bytes.Equal(cur.status, doc.Status) {
+		s.mu.Unlock()
+		return cur.document(), nil
+	}
+	v := &version{meta: cur.meta, spec: cur.spec, status: cloneBytes(doc.Status)}
+	s.rev++
+	v.meta.Revision, v.meta.UpdatedAt = s.rev, now
+	k.put(cur, v)
+	k.record(store.Modified, s.rev, v)
+	s.mu.Unlock()
+	return v.document(), nil
+}
+
+// Delete removes the document, or marks it Terminating if it has
+// finalizers.
+func (s *Store) Delete(ctx context.Context, kindName, key string, opts store.DeleteOptions) error {
+	const op = "delete"
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	k, err := s.lookup(op, kindName, key)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now, err := s.fenced(ctx, op, kindName, key)
+	if err != nil {
+		return err
+	}
+	cur := k.docs[key]
+	switch {
+	case cur == nil:
+		return &store.Error{Op: op, Kind: kindName, Key: key, Err: store.ErrNotFound}
+	case opts.Revision != 0 && opts.Revision != cur.meta.Revision:
+		return &store.Error{Op: op, Kind: kindName, Key: key,
+			Err: fmt.Errorf("%w: revision %d is not the stored %d", store.ErrConflict, opts.Revision, cur.meta.Revision)}
+	case opts.UID != "" && opts.UID != cur.meta.UID:
+		return &store.Error{Op: op, Kind: kindName, Key: key,
+			Err: fmt.Errorf("%w: UID %q is not the stored %q", store.ErrConflict, opts.UID, cur.meta.UID)}
+	case cur.meta.Terminating():
+		return nil
+	}
+	s.rev++
+	if len(cur.meta.Finalizers) == 0 {
+		k.remove(cur)
+		k.record(store.Deleted, s.rev, cur)
+		return nil
+	}
+	v := &version{meta: cur.meta, spec: cur.spec, status: cur.status}
+	v.meta.Revision, v.meta.UpdatedAt, v.meta.DeletionRequestedAt = s.rev, now, now
+	k.put(cur, v)
+	k.record(store.Modified, s.rev, v)
+	return nil
+}
+
+// Compact discards the change history up to and including revision. See
+// [store.Compactor].
+func (s *Store) Compact(ctx context.Context, revision int64) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if revision < 0 || revision > s.rev {
+		return &store.Error{Op: "compact", Err: fmt.Errorf("%w: revision %d is outside 0..%d", store.ErrInvalid, revision, s.rev)}
+	}
+	for _, k := range s.kinds {
+		k.log.dropThrough(revision)
+		k.compacted = max(k.compacted, revision)
+		k.wake() // watches that lost their next change fail now
+	}
+	return nil
+}
+
+// kindOf returns the named kind; key only names the document in errors.
+func (s *Store) kindOf(op, kindName, key string) (*kind, error) {
+	if k := s.kinds[kindName]; k != nil {
+		return k, nil
+	}
+	err := store.ErrUnknownKind
+	if verr := store.ValidateKind(kindName); verr != nil {
+		err = verr
+	}
+	return nil, &store.Error{Op: op, Kind: kindName, Key: key, Err: err}
+}
+
+// lookup returns the named kind after validating key.
+func (s *Store) lookup(op, kindName, key string) (*kind, error) {
+	k, err := s.kindOf(op, kindName, key)
+	if err != nil {
+		return nil, err
+	}
+	if err := store.ValidateKey(key); err != nil {
+		return nil, &store.Error{Op: op, Kind: kindName, Key: key, Err: err}
+	}
+	return k, nil
+}
+
+// fenced returns the time of a write, or an error if ctx carries a fence
+// that no longer holds. The caller holds s.mu for writing.
+func (s *Store) fenced(ctx context.Context, op, kindName, key string) (time.Time, error) {
+	now := s.now()
+	if f, ok := store.FenceFrom(ctx); ok {
+		l := s.leases[f.Lease]
+		if l == nil || !l.held || l.fence != f.Token || !now.Before(l.expires) {
+			return time.Time{}, &store.Error{Op: op, Kind: kindName, Key: key,
+				Err: fmt.Errorf("%w: lease %q is no longer held at token %d", store.ErrFenced, f.Lease, f.Token)}
+		}
+	}
+	// Stored times carry no monotonic reading, so they compare equal after
+	// a snapshot round trip.
+	return now.Round(0), nil
+}
+
+// current returns the stored version of key if its revision is rev.
+func (k *kind) current(op, key string, rev int64) (*version, error) {
+	cur := k.docs[key]
+	if cur == nil {
+		return nil, &store.Error{Op: op, Kind: k.name, Key: key, Err: store.ErrNotFound}
+	}
+	if cur.meta.Revision != rev {
+		return nil, &store.Error{Op: op, Kind: k.name, Key: key,
+			Err: fmt.Errorf("%w: revision %d is not the stored %d", store.ErrConflict, rev, cur.meta.Revision)}
+	}
+	return cur, nil
+}
+
+// put stores v in place of old (nil for a new document) and updates the
+// indexes.
+func (k *kind) put(old, v *version) {
+	key := v.meta.Key
+	k.docs[key] = v
+	if old == nil {
+		k.sorted.Store(nil)
+		k.index(v, true)
+		return
+	}
+	if !maps.Equal(old.meta.Labels, v.meta.Labels) || !slices.Equal(old.meta.Owners, v.meta.Owners) {
+		k.index(old, false)
+		k.index(v, true)
+	}
+}
+
+func (k *kind) remove(old *version) {
+	delete(k.docs, old.meta.Key)
+	k.sorted.Store(nil)
+	k.index(old, false)
+}
+
+// index adds v's labels and owners to the indexes, or removes them.
+func (k *kind) index(v *version, add bool) {
+	key := v.meta.Key
+	for lk, lv := range v.meta.Labels {
+		byValue := k.labels[lk]
+		if byValue == nil {
+			byValue = make(map[string]map[string]struct{})
+			k.labels[lk] = byValue
+		}
+		addOrRemove(byValue, lv, key, add)
+		if len(byValue) == 0 {
+			delete(k.labels, lk)
+		}
+	}
+	for _, o := range v.meta.Owners {
+		addOrRemove(k.owners, o.UID, key, add)
+	}
+}
+
+func addOrRemove(sets map[string]map[string]struct{}, name, key string, add bool) {
+	set := sets[name]
+	if add {
+		if set == nil {
+			set = make(map[string]struct{})
+			sets[name] = set
+		}
+		set[key] = struct{}{}
+		return
+	}
+	delete(set, key)
+	if len(set) == 0 {
+		delete(sets, name)
+	}
+}
+
+func cloneBytes(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return bytes.Clone(b)
+}
+
+func cloneSlice[T any](s []T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	return slices.Clone(s)
+}
+
+func cloneMap(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	return maps.Clone(m)
+}

@@ -1,0 +1,240 @@
+package store_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/gob"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/tendhq/tend/backends/memory"
+	"github.com/tendhq/tend/store"
+)
+
+type gwSpec struct {
+	State    string
+	Replicas int
+}
+
+type gwStatus struct {
+	Phase string
+}
+
+func newBackend(t *testing.T) *memory.Store {
+	t.Helper()
+	b, err := memory.New(memory.Config{Kinds: []string{"Gateway", "Other"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestNewCollectionErrors(t *testing.T) {
+	b := newBackend(t)
+	if _, err := store.NewCollection[gwSpec, gwStatus](b, "Missing", store.CollectionConfig{}); !errors.Is(err, store.ErrUnknownKind) {
+		t.Errorf("unknown kind: got %v, want ErrUnknownKind", err)
+	}
+	if _, err := store.NewCollection[gwSpec, gwStatus](b, "gateway", store.CollectionConfig{}); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("malformed kind: got %v, want ErrInvalid", err)
+	}
+}
+
+func TestCollectionRoundTrip(t *testing.T) {
+	ctx := t.Context()
+	b := newBackend(t)
+	c, err := store.NewCollection[gwSpec, gwStatus](b, "Gateway", store.CollectionConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Kind() != "Gateway" || c.Backend() != store.Backend(b) {
+		t.Fatal("wrong kind or backend")
+	}
+	w, err := c.Watch(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	o, err := c.Create(ctx, &store.Object[gwSpec, gwStatus]{
+		Meta:   store.Meta{Key: "gw-1", Labels: map[string]string{"team": "a"}},
+		Spec:   gwSpec{State: "Running", Replicas: 2},
+		Status: gwStatus{Phase: "ignored on create"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Kind != "Gateway" || o.Generation != 1 || o.Spec.Replicas != 2 || o.Status.Phase != "" {
+		t.Fatalf("created %+v", o)
+	}
+	o.Status.Phase = "Creating"
+	o.Spec.Replicas = 99 // not written by UpdateStatus
+	if o, err = c.UpdateStatus(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	if o.Status.Phase != "Creating" || o.Spec.Replicas != 2 {
+		t.Fatalf("after update status: %+v", o)
+	}
+	o.Spec.State = "Stopped"
+	o.Status.Phase = "not written by UpdateSpec"
+	if o, err = c.UpdateSpec(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	if o.Generation != 2 || o.Status.Phase != "Creating" {
+		t.Fatalf("after update spec: %+v", o)
+	}
+	got, err := c.Get(ctx, "gw-1")
+	if err != nil || got.Spec != (gwSpec{State: "Stopped", Replicas: 2}) || got.Status.Phase != "Creating" {
+		t.Fatalf("get: %+v, %v", got, err)
+	}
+	objs, rev, err := c.List(ctx, store.ListOptions{Selector: store.MustParseSelector("team=a")})
+	if err != nil || len(objs) != 1 || rev != o.Revision || objs[0].Key != "gw-1" {
+		t.Fatalf("list: %v at %d, %v", objs, rev, err)
+	}
+	if err := c.Delete(ctx, "gw-1", store.DeleteOptions{Revision: o.Revision}); err != nil {
+		t.Fatal(err)
+	}
+	var types []store.EventType
+	for range 4 {
+		e, err := w.Next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		types = append(types, e.Type)
+		if e.Object.Key != "gw-1" || e.Object.Spec.Replicas != 2 {
+			t.Fatalf("event %+v", e)
+		}
+	}
+	want := []store.EventType{store.Added, store.Modified, store.Modified, store.Deleted}
+	if !equal(types, want) {
+		t.Errorf("events %v, want %v", types, want)
+	}
+	if _, err := c.Get(ctx, "gw-1"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("get after delete: %v", err)
+	}
+}
+
+func equal[T comparable](a, b []T) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestCollectionDecodeErrors(t *testing.T) {
+	ctx := t.Context()
+	b := newBackend(t)
+	c, err := store.NewCollection[gwSpec, gwStatus](b, "Gateway", store.CollectionConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := c.Watch(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if _, err := b.Create(ctx, store.Document{Meta: store.Meta{Kind: "Gateway", Key: "bad"}, Spec: []byte(`{"Replicas":"two"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	good, err := c.Create(ctx, &store.Object[gwSpec, gwStatus]{Meta: store.Meta{Key: "good"}, Spec: gwSpec{Replicas: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(what string, err error) {
+		t.Helper()
+		var se *store.Error
+		if !errors.Is(err, store.ErrDecode) || !errors.As(err, &se) || se.Op != "decode" || se.Kind != "Gateway" || se.Key != "bad" {
+			t.Errorf("%s: got %v, want a decode *store.Error naming Gateway \"bad\"", what, err)
+		}
+		if err != nil && !strings.Contains(err.Error(), "spec") {
+			t.Errorf("%s: error %q does not say which payload failed", what, err)
+		}
+	}
+	_, err = c.Get(ctx, "bad")
+	check("get", err)
+	objs, _, err := c.List(ctx, store.ListOptions{})
+	check("list", err)
+	if objs != nil {
+		t.Errorf("list returned objects with an error: %v", objs)
+	}
+	_, err = w.Next(ctx)
+	check("watch", err)
+	e, err := w.Next(ctx)
+	if err != nil || e.Object.Key != "good" || e.Revision != good.Revision {
+		t.Errorf("watch after a decode error: %+v, %v", e, err)
+	}
+	// A status that does not decode is reported too.
+	d, err := b.Get(ctx, "Gateway", "good")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Status = []byte("[")
+	if _, err := b.UpdateStatus(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Get(ctx, "good"); !errors.Is(err, store.ErrDecode) || !strings.Contains(err.Error(), "status") {
+		t.Errorf("get with a bad status: %v", err)
+	}
+}
+
+// gobCodec shows a codec other than JSON.
+type gobCodec struct{}
+
+func (gobCodec) Marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	err := gob.NewEncoder(&buf).Encode(v)
+	return buf.Bytes(), err
+}
+
+func (gobCodec) Unmarshal(data []byte, v any) error {
+	return gob.NewDecoder(bytes.NewReader(data)).Decode(v)
+}
+
+func TestCollectionCodec(t *testing.T) {
+	ctx := t.Context()
+	b := newBackend(t)
+	c, err := store.NewCollection[gwSpec, gwStatus](b, "Gateway", store.CollectionConfig{Codec: gobCodec{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Create(ctx, &store.Object[gwSpec, gwStatus]{Meta: store.Meta{Key: "g"}, Spec: gwSpec{State: "Running"}}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := b.Get(ctx, "Gateway", "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.HasPrefix(d.Spec, []byte("{")) {
+		t.Errorf("spec %q was encoded as JSON, not with the configured codec", d.Spec)
+	}
+	o, err := c.Decode(d)
+	if err != nil || o.Spec.State != "Running" {
+		t.Errorf("decode: %+v, %v", o, err)
+	}
+}
+
+func TestCollectionEncode(t *testing.T) {
+	c, err := store.NewCollection[gwSpec, gwStatus](newBackend(t), "Gateway", store.CollectionConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := c.Encode(&store.Object[gwSpec, gwStatus]{Meta: store.Meta{Key: "k"}, Spec: gwSpec{State: "S"}, Status: gwStatus{Phase: "P"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Meta.Kind != "Gateway" || string(d.Spec) != `{"State":"S","Replicas":0}` || string(d.Status) != `{"Phase":"P"}` {
+		t.Errorf("encoded %+v", d)
+	}
+	_, err = c.Encode(&store.Object[gwSpec, gwStatus]{Meta: store.Meta{Kind: "Other", Key: "k"}})
+	if !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("encode of another kind: got %v, want ErrInvalid", err)
+	}
+	_, err = c.Create(context.Background(), &store.Object[gwSpec, gwStatus]{Meta: store.Meta{Kind: "Other", Key: "k"}})
+	if !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("create of another kind: got %v, want ErrInvalid", err)
+	}
+}

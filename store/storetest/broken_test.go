@@ -1,0 +1,114 @@
+package storetest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/tendhq/tend/backends/memory"
+	"github.com/tendhq/tend/store"
+)
+
+// dropsEvent loses the third event of every watch.
+type dropsEvent struct{ *memory.Store }
+
+func (b dropsEvent) Watch(ctx context.Context, kind string, from int64) (store.Watch, error) {
+	w, err := b.Store.Watch(ctx, kind, from)
+	if err != nil {
+		return nil, err
+	}
+	return &droppingWatch{Watch: w}, nil
+}
+
+type droppingWatch struct {
+	store.Watch
+	n int
+}
+
+func (w *droppingWatch) Next(ctx context.Context) (store.Event, error) {
+	for {
+		e, err := w.Watch.Next(ctx)
+		if err != nil {
+			return e, err
+		}
+		if w.n++; w.n != 3 {
+			return e, nil
+		}
+	}
+}
+
+// ignoresRevision writes over whatever is stored, as a backend that forgets
+// the revision precondition would.
+type ignoresRevision struct{ *memory.Store }
+
+func (b ignoresRevision) UpdateSpec(ctx context.Context, d store.Document) (store.Document, error) {
+	if cur, err := b.Get(ctx, d.Meta.Kind, d.Meta.Key); err == nil {
+		d.Meta.Revision = cur.Meta.Revision
+	}
+	return b.Store.UpdateSpec(ctx, d)
+}
+
+func (b ignoresRevision) UpdateStatus(ctx context.Context, d store.Document) (store.Document, error) {
+	if cur, err := b.Get(ctx, d.Meta.Kind, d.Meta.Key); err == nil {
+		d.Meta.Revision = cur.Meta.Revision
+	}
+	return b.Store.UpdateStatus(ctx, d)
+}
+
+// TestBrokenBackendsFail runs the suite's checks on deliberately broken
+// wrappers of the memory backend and on the memory backend itself: each
+// break must fail the checks named for it, which the unbroken backend
+// passes.
+func TestBrokenBackendsFail(t *testing.T) {
+	tests := []struct {
+		name     string
+		wrap     func(*memory.Store) store.Backend
+		mustFail []string
+	}{
+		{"drops a watch event", func(s *memory.Store) store.Backend { return dropsEvent{s} },
+			[]string{"Generation", "WatchOrder", "WatchResume"}},
+		{"ignores the revision precondition", func(s *memory.Store) store.Backend { return ignoresRevision{s} },
+			[]string{"Conflicts", "NoLostUpdate"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			failed := map[string]error{}
+			for _, c := range checks {
+				if err := runCheck(t, c, tt.wrap); err != nil {
+					failed[c.name] = err
+					t.Logf("%s fails as it should: %v", c.name, err)
+				}
+			}
+			for _, name := range tt.mustFail {
+				if failed[name] == nil {
+					t.Errorf("check %s passed on a backend that %s", name, tt.name)
+				}
+				// The same check passes without the break.
+				c := checkNamed(t, name)
+				if err := runCheck(t, c, func(s *memory.Store) store.Backend { return s }); err != nil {
+					t.Errorf("check %s fails on the unbroken backend: %v", name, err)
+				}
+			}
+		})
+	}
+}
+
+func runCheck(t *testing.T, c check, wrap func(*memory.Store) store.Backend) error {
+	s, err := memory.New(memory.Config{Kinds: kinds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	return c.run(ctx, wrap(s))
+}
+
+func checkNamed(t *testing.T, name string) check {
+	for _, c := range checks {
+		if c.name == name {
+			return c
+		}
+	}
+	t.Fatalf("no check named %s", name)
+	return check{}
+}
