@@ -1,0 +1,24 @@
+package dataplane_test
+
+import (
+	"fmt"
+
+	"github.com/tendhq/tend/examples/workspace/dataplane"
+)
+
+// ExampleDefinition shows what the machine decides for a RUNNING workspace
+// asked to be DELETED: it steps down first, through STOPPING.
+func ExampleDefinition() {
+	m, err := dataplane.NewMachine()
+	if err != nil {
+		panic(err)
+	}
+	st := m.NewStatus()
+	st.Phase = dataplane.Running
+	d, err := m.Decide(dataplane.StateDeleted, st)
+	fmt.Println(d.Kind, d.Next, err)
+	fmt.Println(m.Admit(dataplane.StateRunning, dataplane.Deleting))
+	// Output:
+	// begin STOPPING <nil>
+	// statemachine: Workspace: intent RUNNING refused in phase DELETING: the phase is past a point of no return
+}

@@ -1,0 +1,227 @@
+package dataplane_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/tendhq/tend/backends/memory"
+	"github.com/tendhq/tend/controller"
+	"github.com/tendhq/tend/examples/workspace/dataplane"
+	"github.com/tendhq/tend/examples/workspace/local"
+	"github.com/tendhq/tend/examples/workspace/objstore"
+	"github.com/tendhq/tend/store"
+)
+
+var errInjected = errors.New("injected failure")
+
+// env is a workspace world on the embedded backends, with hooks around every
+// actuator call.
+type env struct {
+	t         *testing.T
+	mem       *memory.Store
+	objects   *faultyObjects
+	storage   *hookedStorage
+	instances *hookedInstances
+	local     *local.Storage
+	procs     *local.Instances
+	ctrl      *dataplane.Controller
+	ops       int
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	dir := t.TempDir()
+	d, err := objstore.NewDir(filepath.Join(dir, "objects"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, objects: &faultyObjects{Store: d}}
+	e.local, err = local.NewStorage(local.StorageConfig{Dir: dir, Objects: e.objects})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.procs, err = local.NewInstances(local.InstancesConfig{Dir: filepath.Join(dir, "run"), Volume: e.local.VolumeDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.procs.Close() })
+	e.storage = &hookedStorage{StorageProvider: e.local}
+	e.instances = &hookedInstances{InstanceController: e.procs}
+	e.mem, err = memory.New(memory.Config{Kinds: []string{dataplane.Kind}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.restart()
+	return e
+}
+
+// restart replaces the controller by a new one on the same store and world,
+// as a crashed and restarted process would be.
+func (e *env) restart() {
+	e.t.Helper()
+	c, err := dataplane.New(dataplane.Config{
+		Store: e.mem, Instances: e.instances, Storage: e.storage,
+		NewOperationID: func() string { e.ops++; return fmt.Sprintf("op%d", e.ops) },
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.ctrl = c
+}
+
+// reconcile runs reconciles of id until one ends without an error and wants
+// nothing more, or a terminal error, or n reconciles.
+func (e *env) reconcile(id string, n int) error {
+	e.t.Helper()
+	var err error
+	for range n {
+		var res controller.Result
+		res, err = e.ctrl.Reconcile(context.Background(), id)
+		if errors.Is(err, controller.ErrTerminal) || (err == nil && res.RequeueAfter == 0) {
+			return err
+		}
+	}
+	return err
+}
+
+func (e *env) get(id string) *dataplane.Workspace {
+	e.t.Helper()
+	ws, err := e.ctrl.Get(context.Background(), id)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return ws
+}
+
+// drive sets the intent of id and reconciles until it rests in phase.
+func (e *env) drive(id string, s dataplane.State, phase dataplane.Phase) {
+	e.t.Helper()
+	ctx := context.Background()
+	if _, err := e.ctrl.Get(ctx, id); errors.Is(err, store.ErrNotFound) {
+		if _, err := e.ctrl.Create(ctx, id, dataplane.Spec{State: s, Image: "workspace:latest"}); err != nil {
+			e.t.Fatal(err)
+		}
+	} else if _, err := e.ctrl.SetState(ctx, id, s); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := e.reconcile(id, 20); err != nil {
+		e.t.Fatalf("reconcile %s towards %s: %v", id, s, err)
+	}
+	if got := e.get(id).Status.Phase; got != phase {
+		e.t.Fatalf("%s: phase %s, want %s", id, got, phase)
+	}
+}
+
+// hookedStorage calls before/after hooks around each call.
+type hookedStorage struct {
+	dataplane.StorageProvider
+	mu     sync.Mutex // guards the hooks and calls
+	before func(method, id string) error
+	after  func(method, id string, err error) error
+	calls  []string
+}
+
+func (h *hookedStorage) hook(method, id string, call func() error) error {
+	h.mu.Lock()
+	h.calls = append(h.calls, method)
+	before, after := h.before, h.after
+	h.mu.Unlock()
+	if before != nil {
+		if err := before(method, id); err != nil {
+			return err
+		}
+	}
+	err := call()
+	if after != nil {
+		err = after(method, id, err)
+	}
+	return err
+}
+
+func (h *hookedStorage) count(method string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, c := range h.calls {
+		if c == method {
+			n++
+		}
+	}
+	return n
+}
+
+func (h *hookedStorage) Provision(ctx context.Context, id string) error {
+	return h.hook("Provision", id, func() error { return h.StorageProvider.Provision(ctx, id) })
+}
+func (h *hookedStorage) Restore(ctx context.Context, id, key string) (m string, err error) {
+	err = h.hook("Restore", id, func() error { m, err = h.StorageProvider.Restore(ctx, id, key); return err })
+	return m, err
+}
+func (h *hookedStorage) Archive(ctx context.Context, id, op string) (k string, err error) {
+	err = h.hook("Archive", id, func() error { k, err = h.StorageProvider.Archive(ctx, id, op); return err })
+	return k, err
+}
+func (h *hookedStorage) DeleteVolume(ctx context.Context, id string) error {
+	return h.hook("DeleteVolume", id, func() error { return h.StorageProvider.DeleteVolume(ctx, id) })
+}
+
+// hookedInstances calls an after hook after each Start and Delete.
+type hookedInstances struct {
+	dataplane.InstanceController
+	mu    sync.Mutex // guards after and calls
+	after func(method, id string)
+	calls []string
+}
+
+func (h *hookedInstances) record(method, id string) {
+	h.mu.Lock()
+	h.calls = append(h.calls, method)
+	after := h.after
+	h.mu.Unlock()
+	if after != nil {
+		after(method, id)
+	}
+}
+
+func (h *hookedInstances) Start(ctx context.Context, id, image string) error {
+	err := h.InstanceController.Start(ctx, id, image)
+	h.record("Start", id)
+	return err
+}
+func (h *hookedInstances) Delete(ctx context.Context, id string) error {
+	err := h.InstanceController.Delete(ctx, id)
+	h.record("Delete", id)
+	return err
+}
+
+// faultyObjects fails puts on demand.
+type faultyObjects struct {
+	objstore.Store
+	mu      sync.Mutex // guards failPut and puts
+	failPut func(key string) error
+	puts    int
+}
+
+func (f *faultyObjects) Put(ctx context.Context, key string, r io.Reader) error {
+	f.mu.Lock()
+	fail := f.failPut
+	f.puts++
+	f.mu.Unlock()
+	if fail != nil {
+		if err := fail(key); err != nil {
+			return err
+		}
+	}
+	return f.Store.Put(ctx, key, r)
+}
+
+func (f *faultyObjects) putCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.puts
+}

@@ -1,0 +1,144 @@
+package local_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tendhq/tend/examples/workspace/local"
+	"github.com/tendhq/tend/examples/workspace/objstore"
+)
+
+func newBackends(t *testing.T) (*local.Storage, *local.Instances) {
+	t.Helper()
+	dir := t.TempDir()
+	objects, err := objstore.NewDir(filepath.Join(dir, "objects"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := local.NewStorage(local.StorageConfig{Dir: dir, Objects: objects})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := local.NewInstances(local.InstancesConfig{Dir: filepath.Join(dir, "run"), Volume: st.VolumeDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Close() })
+	return st, in
+}
+
+// TestInstancesIdempotent: start on a running container is a no-op, start on
+// a container that is not running cleans up and recreates, delete of a
+// missing container is a no-op, and no container starts without its volume.
+func TestInstancesIdempotent(t *testing.T) {
+	ctx := context.Background()
+	st, in := newBackends(t)
+	if err := in.Start(ctx, "w1", "img"); !errors.Is(err, local.ErrNoVolume) {
+		t.Fatalf("Start without a volume: %v, want ErrNoVolume", err)
+	}
+	if err := st.Provision(ctx, "w1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.Start(ctx, "w1", "img"); err != nil {
+		t.Fatal(err)
+	}
+	addr := in.Addr("w1")
+	if err := in.Start(ctx, "w1", "img"); err != nil || in.Addr("w1") != addr {
+		t.Fatalf("second Start: %v, address %s → %s; want a no-op", err, addr, in.Addr("w1"))
+	}
+	// The home is served: write through the container, read from the volume.
+	req, _ := http.NewRequest(http.MethodPut, "http://"+addr+"/docs/hello.txt", strings.NewReader("hi"))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("PUT: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	if b, _ := os.ReadFile(filepath.Join(st.VolumeDir("w1"), "docs", "hello.txt")); string(b) != "hi" {
+		t.Fatalf("file in the volume = %q", b)
+	}
+	resp, err = http.Get("http://" + addr + "/docs/hello.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != "hi" {
+		t.Fatalf("GET = %q", b)
+	}
+	http.DefaultClient.CloseIdleConnections()
+
+	// Simulate a crashed container: it no longer answers; Start recreates it.
+	if err := in.Kill("w1"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := in.IsRunning(ctx, "w1"); ok {
+		t.Fatal("a killed container is running")
+	}
+	if err := in.Start(ctx, "w1", "img"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := in.IsRunning(ctx, "w1"); !ok {
+		t.Fatal("restarted container not running")
+	}
+	for range 2 {
+		if err := in.Delete(ctx, "w1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ok, _ := in.IsRunning(ctx, "w1"); ok {
+		t.Fatal("deleted container still running")
+	}
+}
+
+func TestStorageIdempotent(t *testing.T) {
+	ctx := context.Background()
+	st, _ := newBackends(t)
+	for range 2 {
+		if err := st.Provision(ctx, "w1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = os.WriteFile(filepath.Join(st.VolumeDir("w1"), "f"), []byte("data"), 0o644)
+	if err := st.Provision(ctx, "w1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(st.VolumeDir("w1"), "f")); err != nil {
+		t.Fatal("Provision of an existing volume lost its data")
+	}
+	key, err := st.Archive(ctx, "w1", "op1")
+	if err != nil || key != "w1/op1/home.tar.zst" {
+		t.Fatalf("Archive = %q, %v", key, err)
+	}
+	if ok, _ := st.ArchiveReady(ctx, key); !ok {
+		t.Fatal("archive not ready")
+	}
+	for range 2 {
+		if err := st.DeleteVolume(ctx, "w1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ok, _ := st.VolumeExists(ctx, "w1"); ok {
+		t.Fatal("volume exists after DeleteVolume")
+	}
+	if err := st.Provision(ctx, "w1"); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		marker, err := st.Restore(ctx, "w1", key)
+		if err != nil || marker != key {
+			t.Fatalf("Restore = %q, %v", marker, err)
+		}
+	}
+	if m, _ := st.RestoreMarker(ctx, "w1"); m != key {
+		t.Fatalf("RestoreMarker = %q", m)
+	}
+	if b, _ := os.ReadFile(filepath.Join(st.VolumeDir("w1"), "f")); string(b) != "data" {
+		t.Fatalf("restored file = %q", b)
+	}
+}

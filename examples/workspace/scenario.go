@@ -1,0 +1,296 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/tendhq/tend/backends/memory"
+	"github.com/tendhq/tend/examples/workspace/dataplane"
+	"github.com/tendhq/tend/examples/workspace/gc"
+	"github.com/tendhq/tend/examples/workspace/local"
+	"github.com/tendhq/tend/examples/workspace/objstore"
+	"github.com/tendhq/tend/store"
+)
+
+// removed is the phase shown for a document the controller removed.
+const removed = "(removed)"
+
+// board shows each workspace's phase and operation as the store reports
+// them, and lets the scenario wait for a phase.
+type board struct {
+	out     io.Writer
+	start   time.Time
+	mu      sync.Mutex // guards the fields below
+	rows    map[string]string
+	phases  map[string]string
+	changed chan struct{} // closed and replaced on every change
+}
+
+func newBoard(out io.Writer) *board {
+	return &board{out: out, start: time.Now(), rows: map[string]string{}, phases: map[string]string{}, changed: make(chan struct{})}
+}
+
+// follow prints every change of a workspace's phase, operation or step until
+// ctx ends.
+func (b *board) follow(ctx context.Context, coll *store.Collection[dataplane.Spec, dataplane.Status]) error {
+	w, err := coll.Watch(ctx, 0)
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	for {
+		ev, err := w.Next(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		ws := ev.Object
+		st := ws.Status
+		phase := string(st.Phase)
+		row := fmt.Sprintf("%-8s intent %-8s phase %-12s operation %-12s", ws.Key, ws.Spec.State, phase, st.OperationName())
+		if st.Operation != nil {
+			row += fmt.Sprintf(" op_id %s  steps done %v", st.Operation.ID, st.Operation.Done)
+			if st.Operation.LastError != "" {
+				row += "  retrying: " + st.Operation.LastError
+			}
+		}
+		if st.ArchiveKey != "" {
+			row += "  archive_key " + st.ArchiveKey
+		}
+		if st.Failure != nil {
+			row += "  failure: " + st.Failure.Reason
+		}
+		if ev.Type == store.Deleted {
+			phase, row = removed, fmt.Sprintf("%-8s removed from the store", ws.Key)
+		} else if phase == "" {
+			phase = string(dataplane.Pending)
+		}
+		b.mu.Lock()
+		if b.rows[ws.Key] != row {
+			b.rows[ws.Key] = row
+			fmt.Fprintf(b.out, "%6.2fs  %s\n", time.Since(b.start).Seconds(), row)
+		}
+		b.phases[ws.Key] = phase
+		close(b.changed)
+		b.changed = make(chan struct{})
+		b.mu.Unlock()
+	}
+}
+
+// wait blocks until workspace id is in phase (or ERROR, which fails).
+func (b *board) wait(ctx context.Context, id, phase string) error {
+	for {
+		b.mu.Lock()
+		got, ch := b.phases[id], b.changed
+		b.mu.Unlock()
+		switch {
+		case got == phase:
+			return nil
+		case got == string(dataplane.Error):
+			return fmt.Errorf("%s is in ERROR, waiting for %s", id, phase)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s to be %s (it is %s): %w", id, phase, got, ctx.Err())
+		case <-ch:
+		}
+	}
+}
+
+func (b *board) say(format string, args ...any) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	fmt.Fprintf(b.out, "\n%6.2fs  ▶ %s\n", time.Since(b.start).Seconds(), fmt.Sprintf(format, args...))
+}
+
+// run runs the scenario in dir.
+func run(ctx context.Context, dir string, out io.Writer) error {
+	objects, err := objstore.NewDir(filepath.Join(dir, "objects"))
+	if err != nil {
+		return err
+	}
+	storage, err := local.NewStorage(local.StorageConfig{Dir: dir, Objects: objects})
+	if err != nil {
+		return err
+	}
+	instances, err := local.NewInstances(local.InstancesConfig{Dir: filepath.Join(dir, "run"), Volume: storage.VolumeDir})
+	if err != nil {
+		return err
+	}
+	defer instances.Close()
+	mem, err := memory.New(memory.Config{Kinds: []string{dataplane.Kind}})
+	if err != nil {
+		return err
+	}
+	ctrl, err := dataplane.New(dataplane.Config{Store: mem, Instances: instances, Storage: storage, WaitInterval: 50 * time.Millisecond})
+	if err != nil {
+		return err
+	}
+	b := newBoard(out)
+	runCtx, stop := context.WithCancel(ctx)
+	g, gctx := errgroup.WithContext(runCtx)
+	g.Go(func() error { return ctrl.Run(gctx) })
+	g.Go(func() error { return b.follow(gctx, ctrl.Collection()) })
+	err = scenario(gctx, b, ctrl, instances, objects)
+	stop()
+	return errors.Join(err, g.Wait())
+}
+
+func scenario(ctx context.Context, b *board, ctrl *dataplane.Controller, instances *local.Instances, objects objstore.Store) error {
+	const image = "workspace:latest"
+	b.say("create alice (RUNNING) and bob (STANDBY)")
+	if _, err := ctrl.Create(ctx, "alice", dataplane.Spec{State: dataplane.StateRunning, Image: image}); err != nil {
+		return err
+	}
+	if _, err := ctrl.Create(ctx, "bob", dataplane.Spec{State: dataplane.StateStandby, Image: image}); err != nil {
+		return err
+	}
+	if err := errors.Join(b.wait(ctx, "alice", "RUNNING"), b.wait(ctx, "bob", "STANDBY")); err != nil {
+		return err
+	}
+
+	const file, content = "projects/hello.txt", "hello from alice's home\n"
+	b.say("write %s into alice's home through her container (%s)", file, instances.Addr("alice"))
+	if err := put(ctx, instances.Addr("alice"), file, content); err != nil {
+		return err
+	}
+
+	b.say("stop alice (STANDBY), then archive her (ARCHIVED): her volume goes to object storage")
+	if err := setAndWait(ctx, b, ctrl, "alice", dataplane.StateStandby, "STANDBY"); err != nil {
+		return err
+	}
+	if err := setAndWait(ctx, b, ctrl, "alice", dataplane.StateArchived, "ARCHIVED"); err != nil {
+		return err
+	}
+	first, err := ctrl.Get(ctx, "alice")
+	if err != nil {
+		return err
+	}
+
+	b.say("start alice again (RUNNING): restore from %s, then start", first.Status.ArchiveKey)
+	if err := setAndWait(ctx, b, ctrl, "alice", dataplane.StateRunning, "RUNNING"); err != nil {
+		return err
+	}
+	got, err := get(ctx, instances.Addr("alice"), file)
+	if err != nil {
+		return err
+	}
+	if got != content {
+		return fmt.Errorf("%s after restore holds %q, want %q", file, got, content)
+	}
+	b.say("%s survived the archive and the restore: %q", file, strings.TrimSpace(got))
+
+	b.say("archive alice once more: her first archive becomes an orphan")
+	if err := setAndWait(ctx, b, ctrl, "alice", dataplane.StateArchived, "ARCHIVED"); err != nil {
+		return err
+	}
+
+	// The GC's clock is simulated so the two-hour safety delay passes at once.
+	now := time.Now()
+	runner, err := gc.New(gc.Config{Objects: objects, References: ctrl.ArchiveReferences, Now: func() time.Time { return now }})
+	if err != nil {
+		return err
+	}
+	report := func(what string) error {
+		rep, err := runner.Cycle(ctx)
+		if err != nil {
+			return err
+		}
+		b.say("GC %s: %d archives, protected %v, waiting %v, deleted %v", what, rep.Archives, rep.Protected, rep.Waiting, rep.Deleted)
+		return nil
+	}
+	if err := report("cycle"); err != nil {
+		return err
+	}
+	now = now.Add(gc.DefaultDelay)
+	if err := report("cycle two hours later"); err != nil {
+		return err
+	}
+	if ok, _ := objects.Head(ctx, first.Status.ArchiveKey); ok.Key != "" {
+		return fmt.Errorf("orphan %s not collected", first.Status.ArchiveKey)
+	}
+
+	b.say("delete alice and bob (deleted_at set first; bob steps down: archive, then delete)")
+	for _, id := range []string{"alice", "bob"} {
+		if _, err := ctrl.Delete(ctx, id); err != nil {
+			return err
+		}
+	}
+	if err := errors.Join(b.wait(ctx, "alice", removed), b.wait(ctx, "bob", removed)); err != nil {
+		return err
+	}
+	if err := report("cycle after the deletes"); err != nil {
+		return err
+	}
+	now = now.Add(gc.DefaultDelay)
+	if err := report("cycle two hours later"); err != nil {
+		return err
+	}
+
+	left, err := objects.List(ctx, "")
+	if err != nil {
+		return err
+	}
+	for _, id := range []string{"alice", "bob"} {
+		if ok, _ := instances.IsRunning(ctx, id); ok {
+			return fmt.Errorf("container ws-%s still running", id)
+		}
+	}
+	if len(left) != 0 {
+		return fmt.Errorf("objects left in storage: %v", left)
+	}
+	return nil
+}
+
+func setAndWait(ctx context.Context, b *board, ctrl *dataplane.Controller, id string, s dataplane.State, phase string) error {
+	if _, err := ctrl.SetState(ctx, id, s); err != nil {
+		return err
+	}
+	return b.wait(ctx, id, phase)
+}
+
+var client = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+
+func put(ctx context.Context, addr, file, content string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, "http://"+addr+"/"+file, strings.NewReader(content))
+	if err != nil {
+		return err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		return fmt.Errorf("PUT %s: %s", file, resp.Status)
+	}
+	return nil
+}
+
+func get(ctx context.Context, addr, file string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/"+file, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET %s: %s", file, resp.Status)
+	}
+	b, err := io.ReadAll(resp.Body)
+	return string(b), err
+}
