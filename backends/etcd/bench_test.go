@@ -7,12 +7,13 @@ import (
 	"time"
 
 	"github.com/tendhq/tend/backends/etcd"
+	"github.com/tendhq/tend/controller/controllertest"
 	"github.com/tendhq/tend/store"
 )
 
-// benchStore returns a store on a fresh one-member cluster that syncs its
-// log to disk, as a production member does.
-func benchStore(b *testing.B) *etcd.Store {
+// benchStore returns a store of kinds on a fresh one-member cluster that
+// syncs its log to disk, as a production member does.
+func benchStore(b *testing.B, kinds ...string) *etcd.Store {
 	b.Helper()
 	dir, err := os.MkdirTemp("", "tend-etcd-bench-")
 	if err != nil {
@@ -23,7 +24,7 @@ func benchStore(b *testing.B) *etcd.Store {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { c.stop(); os.RemoveAll(dir) })
-	s, err := etcd.New(etcd.Config{Client: c.client(b), Kinds: []string{"Widget"}})
+	s, err := etcd.New(etcd.Config{Client: c.client(b), Kinds: kinds})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -34,7 +35,7 @@ func benchStore(b *testing.B) *etcd.Store {
 // document and a transaction comparing its revision, as a controller's
 // step ends.
 func BenchmarkUpdateStatus(b *testing.B) {
-	s := benchStore(b)
+	s := benchStore(b, "Widget")
 	ctx := b.Context()
 	d, err := s.Create(ctx, store.Document{Meta: store.Meta{Kind: "Widget", Key: "k"}, Spec: []byte(`{"state":"Started"}`)})
 	if err != nil {
@@ -52,7 +53,7 @@ func BenchmarkUpdateStatus(b *testing.B) {
 // BenchmarkWatchDelivery measures the time from the start of a status
 // update to its event coming out of a watch's Next.
 func BenchmarkWatchDelivery(b *testing.B) {
-	s := benchStore(b)
+	s := benchStore(b, "Widget")
 	ctx := b.Context()
 	d, err := s.Create(ctx, store.Document{Meta: store.Meta{Kind: "Widget", Key: "k"}})
 	if err != nil {
@@ -81,4 +82,20 @@ func BenchmarkWatchDelivery(b *testing.B) {
 		total += time.Since(start)
 	}
 	b.ReportMetric(float64(total.Microseconds())/float64(b.N), "µs/delivery")
+}
+
+// BenchmarkConverge measures 10,000 documents going from Creating to
+// Started through a gateway-like machine with instant steps, as
+// controllertest.Converge describes, with 8 and with 32 workers. Run it once
+// per measurement:
+//
+//	go test -run '^$' -bench Converge -benchtime 1x .
+func BenchmarkConverge(b *testing.B) {
+	for _, workers := range []int{8, 32} {
+		b.Run(fmt.Sprintf("workers-%d", workers), func(b *testing.B) {
+			controllertest.Converge(b, controllertest.ConvergeConfig{Workers: workers,
+				Open: func(b *testing.B, kinds []string) store.Backend { return benchStore(b, kinds...) },
+			})
+		})
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/tendhq/tend/backends/etcd"
+	"github.com/tendhq/tend/controller/controllertest"
 	"github.com/tendhq/tend/store"
 	"github.com/tendhq/tend/store/storetest"
 )
@@ -20,9 +21,7 @@ import (
 var shared *cluster
 
 func TestMain(m *testing.M) {
-	if replicaMain() {
-		return
-	}
+	controllertest.ReplicaMain(failover)
 	dir, err := os.MkdirTemp("", "tend-etcd-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

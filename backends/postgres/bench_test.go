@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tendhq/tend/backends/postgres"
+	"github.com/tendhq/tend/controller/controllertest"
 	"github.com/tendhq/tend/store"
 )
 
@@ -95,5 +96,24 @@ func BenchmarkWatchDelivery(b *testing.B) {
 	b.ReportMetric(float64(total.Nanoseconds())/float64(b.N), "ns/delivery")
 	w.Close()
 	for range received {
+	}
+}
+
+// BenchmarkConverge measures 10,000 documents going from Creating to
+// Started through a gateway-like machine with instant steps, as
+// controllertest.Converge describes, with 8 and with 32 workers. Run it once
+// per measurement:
+//
+//	go test -run '^$' -bench Converge -benchtime 1x .
+func BenchmarkConverge(b *testing.B) {
+	pool := newPool(b)
+	for _, workers := range []int{8, 32} {
+		b.Run(fmt.Sprintf("workers-%d", workers), func(b *testing.B) {
+			controllertest.Converge(b, controllertest.ConvergeConfig{Workers: workers,
+				Open: func(b *testing.B, kinds []string) store.Backend {
+					return newStore(b, postgres.Config{Pool: pool, Kinds: kinds, Logger: nopLogger})
+				},
+			})
+		})
 	}
 }

@@ -29,4 +29,17 @@
 // to check the platform's ordering rules (routes gone before the Deployment,
 // the Deployment gone before the database). Time is read from the time package,
 // so under testing/synctest the delays are fake and instant.
+//
+// # PostgreSQL
+//
+// [Postgres] implements [Databases] on a real PostgreSQL server: a gateway's
+// database is a database owned by a login role, created with CREATE ROLE and
+// CREATE DATABASE and dropped with DROP DATABASE … WITH (FORCE), which ends
+// the sessions still connected to it, then DROP ROLE. Every call is
+// idempotent, concurrent creations of one database included. Names must be
+// lower-case PostgreSQL identifiers (letters, digits and underscores, at most
+// 63 bytes) and are quoted in the SQL all the same; anything else fails with
+// [ErrInvalid] before a statement is sent. Pass it as
+// platform.Config.Databases, with [Sim] as the Cluster, to run the gateways'
+// databases on a real server.
 package infra

@@ -1,7 +1,6 @@
-package etcd_test
+package controllertest
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -10,41 +9,69 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/tendhq/tend/backends/etcd"
 	"github.com/tendhq/tend/controller"
 	"github.com/tendhq/tend/store"
 )
 
-// The failover test runs controller replicas as child processes of the
-// test binary, configured through these environment variables.
-const (
-	envReplica   = "TEND_ETCD_REPLICA"   // the replica's identity
-	envEndpoints = "TEND_ETCD_ENDPOINTS" // comma-separated etcd client URLs
-	envPrefix    = "TEND_ETCD_PREFIX"    // the store's key prefix
-	envJournal   = "TEND_ETCD_JOURNAL"   // file the replica appends its reconciles to
-)
-
 // Timing of the failover test's replicas.
 const (
-	failoverLease  = 3 * time.Second
-	failoverRenew  = time.Second
+	// FailoverLease is the replicas' lease duration.
+	FailoverLease = 3 * time.Second
+	// FailoverRenew is the replicas' lease renewal period.
+	FailoverRenew = time.Second
+	// LoadAllowance is added to the bound on how fast shards move, for a
+	// loaded machine: the test runs three replicas and the backend's
+	// servers on the same cores.
+	LoadAllowance = time.Second
+)
+
+const (
+	// failoverKind is the kind the replicas shard.
+	failoverKind = "Widget"
+	// failoverShards is the number of shards: four per replica.
 	failoverShards = 12
-	failoverKind   = "Widget"
-	// etcdExpiryLag is how late etcd may delete the keys of an expired
-	// lease: its lessor looks for expired leases every 500ms.
-	etcdExpiryLag = 500 * time.Millisecond
-	// loadAllowance covers a loaded machine: the test runs three etcd
-	// members and three replicas on two shared cores.
-	loadAllowance = time.Second
+	// failoverDocs is the number of documents.
+	failoverDocs = 60
 	// work is how long a reconcile works before it writes its status.
 	work = 20 * time.Millisecond
+	// churn is how long the specs keep changing; the kill comes one second
+	// into it.
+	churn = 4 * time.Second
 )
+
+// The replicas learn who they are and where their journal is from these
+// environment variables.
+const (
+	envReplica = "TEND_FAILOVER_REPLICA"
+	envJournal = "TEND_FAILOVER_JOURNAL"
+)
+
+// FailoverConfig describes the backend [Failover] runs over.
+type FailoverConfig struct {
+	// Open opens the backend under test holding kinds. Failover calls it in
+	// the test process and each replica process calls it once; every call
+	// must reach the same, initially empty, store. The returned function
+	// releases what Open acquired. Required.
+	Open func(ctx context.Context, kinds []string) (store.Backend, func(), error)
+	// ExpiryLag is how long after a lease's TTL the backend may still hold
+	// it, added to the bound on how fast shards move. Zero means none.
+	ExpiryLag time.Duration
+}
+
+func (cfg *FailoverConfig) validate() error {
+	if cfg.Open == nil {
+		return errors.New("controllertest: FailoverConfig.Open is nil")
+	}
+	if cfg.ExpiryLag < 0 {
+		return errors.New("controllertest: FailoverConfig.ExpiryLag is negative")
+	}
+	return nil
+}
 
 // widgetStatus is what a replica writes: the generation it acted on, who
 // it is and the fence it held.
@@ -54,43 +81,33 @@ type widgetStatus struct {
 	Fence      int64  `json:"fence"`
 }
 
-// journalEntry is one line of the journal: a reconcile starting or ending.
-type journalEntry struct {
-	Event   string `json:"event"` // "start" or "end"
-	Key     string `json:"key"`
-	Replica string `json:"replica"`
-	Fence   int64  `json:"fence"`
-	At      int64  `json:"at"` // wall clock, Unix nanoseconds
-}
-
-// replicaMain runs the test binary as a controller replica when the
-// failover test started it as one, and reports whether it did. The replica
-// runs until SIGTERM, or until it is killed.
-func replicaMain() bool {
+// ReplicaMain runs the process as a failover replica and exits if [Failover]
+// started it as one; otherwise it returns at once. Call it first in the
+// TestMain of the package that calls Failover, with the same config. A
+// replica runs until SIGTERM, or until it is killed.
+func ReplicaMain(cfg FailoverConfig) {
 	id := os.Getenv(envReplica)
 	if id == "" {
-		return false
+		return
 	}
-	if err := runReplica(id); err != nil {
+	if err := runReplica(cfg, id); err != nil {
 		fmt.Fprintf(os.Stderr, "replica %s: %v\n", id, err)
 		os.Exit(1)
 	}
 	os.Exit(0)
-	return true
 }
 
-func runReplica(id string) error {
+func runReplica(cfg FailoverConfig, id string) error {
+	if err := cfg.validate(); err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
-	cli, err := newClient(strings.Split(os.Getenv(envEndpoints), ","))
+	s, release, err := cfg.Open(ctx, []string{failoverKind})
 	if err != nil {
 		return err
 	}
-	defer cli.Close()
-	s, err := etcd.New(etcd.Config{Client: cli, Prefix: os.Getenv(envPrefix), Kinds: []string{failoverKind}})
-	if err != nil {
-		return err
-	}
+	defer release()
 	journal, err := os.OpenFile(os.Getenv(envJournal), os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		return err
@@ -125,10 +142,8 @@ func runReplica(id string) error {
 		if st.Generation == d.Meta.Generation {
 			return controller.Result{}, nil
 		}
-		select {
-		case <-time.After(work):
-		case <-ctx.Done():
-			return controller.Result{}, ctx.Err()
+		if err := sleep(ctx, work); err != nil {
+			return controller.Result{}, err
 		}
 		d.Status, _ = json.Marshal(widgetStatus{Generation: d.Meta.Generation, By: id, Fence: f.Token})
 		_, err = s.UpdateStatus(ctx, d)
@@ -148,8 +163,8 @@ func runReplica(id string) error {
 		Mode:          controller.Sharded,
 		Leaser:        s,
 		Identity:      id,
-		LeaseDuration: failoverLease,
-		RenewPeriod:   failoverRenew,
+		LeaseDuration: FailoverLease,
+		RenewPeriod:   FailoverRenew,
 		Shards:        failoverShards,
 	})
 	if err != nil {
@@ -158,19 +173,19 @@ func runReplica(id string) error {
 	return m.Run(ctx)
 }
 
-// replica is a child process running replicaMain.
+// replica is a child process running ReplicaMain.
 type replica struct {
 	id     string
 	cmd    *exec.Cmd
 	output *syncBuffer
-	done   chan error
+	done   chan error // receives the result of cmd.Wait
 }
 
-func startReplica(t *testing.T, id string, env []string) *replica {
+func startReplica(t *testing.T, id, journal string) *replica {
 	t.Helper()
 	r := &replica{id: id, output: &syncBuffer{}, done: make(chan error, 1)}
 	r.cmd = exec.Command(os.Args[0], "-test.run=^$")
-	r.cmd.Env = append(os.Environ(), append(env, envReplica+"="+id)...)
+	r.cmd.Env = append(os.Environ(), envReplica+"="+id, envJournal+"="+journal)
 	r.cmd.Stdout, r.cmd.Stderr = r.output, r.output
 	if err := r.cmd.Start(); err != nil {
 		t.Fatalf("start replica %s: %v", id, err)
@@ -197,32 +212,26 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-// TestFailover runs three controller replicas, each its own process,
-// sharding one kind over a three-member etcd cluster, while specs keep
-// changing. It kills one replica with SIGKILL mid-work and checks that its
-// shards move to the others within one lease period (the manager's bound
-// of LeaseDuration + RenewPeriod, plus etcd's expiry lag and an allowance
-// for a loaded machine), that every
-// document converges, that no key was reconciled by two replicas at once,
-// and that every key's status was written under non-decreasing fences.
-func TestFailover(t *testing.T) {
-	c, err := startCluster(t.TempDir(), clusterOptions{members: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.stop()
-	const prefix = "/failover/"
-	cli := c.client(t)
-	s, err := etcd.New(etcd.Config{Client: cli, Prefix: prefix, Kinds: []string{failoverKind}})
-	if err != nil {
+// Failover runs three controller replicas, each its own process, sharding
+// one kind over the backend cfg opens, kills one with SIGKILL mid-work and
+// checks the claims listed in the package documentation. The calling
+// package's TestMain must call [ReplicaMain] with the same config. Failover
+// takes ten to twenty seconds.
+func Failover(t *testing.T, cfg FailoverConfig) {
+	t.Helper()
+	if err := cfg.validate(); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
+	s, release, err := cfg.Open(ctx, []string{failoverKind})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
 
-	const docs = 60
 	var keys []string
-	for i := range docs {
+	for i := range failoverDocs {
 		key := fmt.Sprintf("team-%d/widget-%d", i%4, i)
 		if _, err := s.Create(ctx, store.Document{Meta: store.Meta{Kind: failoverKind, Key: key}, Spec: []byte(`{"n":0}`)}); err != nil {
 			t.Fatal(err)
@@ -243,14 +252,9 @@ func TestFailover(t *testing.T) {
 	if err := os.WriteFile(journalPath, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	env := []string{
-		envEndpoints + "=" + strings.Join(c.endpoints(), ","),
-		envPrefix + "=" + prefix,
-		envJournal + "=" + journalPath,
-	}
 	replicas := map[string]*replica{}
 	for _, id := range []string{"replica-a", "replica-b", "replica-c"} {
-		replicas[id] = startReplica(t, id, env)
+		replicas[id] = startReplica(t, id, journalPath)
 	}
 	defer func() {
 		for _, r := range replicas {
@@ -262,7 +266,7 @@ func TestFailover(t *testing.T) {
 		}
 	}()
 
-	// Wait until the shards are spread: 4 each.
+	// Wait until the shards are spread: four each.
 	var owned map[string][]string
 	for {
 		owned, err = shardOwners(ctx, s)
@@ -272,15 +276,15 @@ func TestFailover(t *testing.T) {
 		if len(owned) == 3 && len(owned["replica-a"]) == 4 && len(owned["replica-b"]) == 4 && len(owned["replica-c"]) == 4 {
 			break
 		}
-		if err := sleepCtx(ctx, 50*time.Millisecond); err != nil {
+		if err := sleep(ctx, 50*time.Millisecond); err != nil {
 			t.Fatalf("shards never spread over the replicas: %v (last: %v)", err, owned)
 		}
 	}
 
 	// Keep changing specs while one replica dies.
 	writer := make(chan error, 1)
-	go func() { writer <- changeSpecs(ctx, s, keys, 4*time.Second) }()
-	if err := sleepCtx(ctx, time.Second); err != nil {
+	go func() { writer <- changeSpecs(ctx, s, keys, churn) }()
+	if err := sleep(ctx, time.Second); err != nil {
 		t.Fatal(err)
 	}
 	victim := replicas["replica-b"]
@@ -293,7 +297,7 @@ func TestFailover(t *testing.T) {
 	delete(replicas, victim.id)
 
 	// Its shards move to the survivors.
-	bound := failoverLease + failoverRenew + etcdExpiryLag + loadAllowance
+	bound := FailoverLease + FailoverRenew + cfg.ExpiryLag + LoadAllowance
 	for {
 		owned, err = shardOwners(ctx, s)
 		if err != nil {
@@ -302,7 +306,7 @@ func TestFailover(t *testing.T) {
 		if len(owned[victim.id]) == 0 && len(owned["replica-a"])+len(owned["replica-c"]) == failoverShards {
 			break
 		}
-		if err := sleepCtx(ctx, 20*time.Millisecond); err != nil {
+		if err := sleep(ctx, 20*time.Millisecond); err != nil {
 			t.Fatalf("shards %v of the killed replica never moved: %v (last: %v)", orphans, err, owned)
 		}
 	}
@@ -332,7 +336,7 @@ func TestFailover(t *testing.T) {
 		if pending == 0 {
 			break
 		}
-		if err := sleepCtx(ctx, 50*time.Millisecond); err != nil {
+		if err := sleep(ctx, 50*time.Millisecond); err != nil {
 			t.Fatalf("%d documents never converged: %v", pending, err)
 		}
 	}
@@ -388,7 +392,7 @@ func TestFailover(t *testing.T) {
 }
 
 // shardOwners returns the shards each replica holds.
-func shardOwners(ctx context.Context, s *etcd.Store) (map[string][]string, error) {
+func shardOwners(ctx context.Context, s store.Backend) (map[string][]string, error) {
 	leases, err := s.ListLeases(ctx, "shard/")
 	if err != nil {
 		return nil, err
@@ -401,7 +405,7 @@ func shardOwners(ctx context.Context, s *etcd.Store) (map[string][]string, error
 }
 
 // changeSpecs updates the specs of keys round-robin for d.
-func changeSpecs(ctx context.Context, s *etcd.Store, keys []string, d time.Duration) error {
+func changeSpecs(ctx context.Context, s store.Backend, keys []string, d time.Duration) error {
 	end := time.Now().Add(d)
 	for i := 0; time.Now().Before(end); i++ {
 		key := keys[i%len(keys)]
@@ -413,72 +417,14 @@ func changeSpecs(ctx context.Context, s *etcd.Store, keys []string, d time.Durat
 		if _, err := s.UpdateSpec(ctx, doc); err != nil && !errors.Is(err, store.ErrConflict) {
 			return err
 		}
-		if err := sleepCtx(ctx, 5*time.Millisecond); err != nil {
+		if err := sleep(ctx, 5*time.Millisecond); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func readJournal(path string) ([]journalEntry, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var out []journalEntry
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var e journalEntry
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			// The killed replica may have died in the middle of a line.
-			continue
-		}
-		out = append(out, e)
-	}
-	return out, sc.Err()
-}
-
-// checkExclusive checks that no two replicas' reconciles of one key
-// overlapped in time. A reconcile of the killed replica that never ended
-// lasts until the kill.
-func checkExclusive(entries []journalEntry, victim string, killed time.Time) error {
-	type span struct {
-		replica    string
-		start, end int64
-	}
-	spans := map[string][]span{} // by key
-	open := map[[2]string]int64{}
-	for _, e := range entries {
-		k := [2]string{e.Key, e.Replica}
-		switch e.Event {
-		case "start":
-			open[k] = e.At
-		case "end":
-			spans[e.Key] = append(spans[e.Key], span{e.Replica, open[k], e.At})
-			delete(open, k)
-		}
-	}
-	for k, at := range open {
-		if k[1] != victim {
-			return fmt.Errorf("replica %s never ended its reconcile of %q", k[1], k[0])
-		}
-		spans[k[0]] = append(spans[k[0]], span{k[1], at, killed.UnixNano()})
-	}
-	for key, ss := range spans {
-		for i, a := range ss {
-			for _, b := range ss[i+1:] {
-				if a.replica != b.replica && a.start < b.end && b.start < a.end {
-					return fmt.Errorf("%q was reconciled by %s and %s at once (%v overlap)",
-						key, a.replica, b.replica, time.Duration(min(a.end, b.end)-max(a.start, b.start)))
-				}
-			}
-		}
-	}
-	return nil
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
+func sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

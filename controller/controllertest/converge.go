@@ -1,0 +1,288 @@
+package controllertest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tendhq/tend/controller"
+	sm "github.com/tendhq/tend/statemachine"
+	"github.com/tendhq/tend/store"
+)
+
+// ConvergeConfig configures [Converge].
+type ConvergeConfig struct {
+	// Open returns a fresh, empty backend holding kinds, released when b
+	// ends. Required.
+	Open func(b *testing.B, kinds []string) store.Backend
+	// Documents is how many documents to drive. Zero means 10,000.
+	Documents int
+	// Workers is how many documents the controller reconciles at once. Zero
+	// means 8.
+	Workers int
+}
+
+// The gateway-like machine [Converge] drives.
+const (
+	convergeKind   = "ApiGateway"
+	convergeTarget = "Started"
+	// latencySamples is how many sequential status writes measure the
+	// single-write latency.
+	latencySamples = 200
+)
+
+type gwSpec struct {
+	State string `json:"state"`
+}
+
+func (s gwSpec) Intent() string { return s.State }
+
+type gwStatus struct {
+	sm.Status[string, string]
+}
+
+func (s *gwStatus) MachineStatus() *sm.Status[string, string] { return &s.Status }
+
+// gatewayMachine is an ApiGateway's way up: Creating (three steps) →
+// Created → Starting (three steps) → Started.
+func gatewayMachine() (*sm.Machine[string, string], error) {
+	return sm.New(sm.Definition[string, string]{
+		Name:    convergeKind,
+		States:  []string{"Running"},
+		Initial: "Creating",
+		Phases: []sm.PhaseSpec[string]{
+			{Phase: "Creating", Kind: sm.Transitional, Then: "Created",
+				Steps:      []string{"create_namespace", "create_database", "create_runtime_domain"},
+				Completion: []sm.Require{sm.Is("namespace_ready"), sm.Is("database_ready"), sm.Is("runtime_domain_present")}},
+			{Phase: "Created"},
+			{Phase: "Starting", Kind: sm.Transitional, Then: convergeTarget,
+				Steps:      []string{"create_deployment", "create_service", "activate_runtime_domain"},
+				Completion: []sm.Require{sm.Is("deployment_available")}},
+			{Phase: convergeTarget},
+		},
+		Settled: []sm.Settle[string, string]{
+			{State: "Running", Phase: convergeTarget},
+		},
+		Rules: []sm.Rule[string, string]{
+			{State: "Running", Phase: "Created", Begin: "Starting"},
+		},
+	})
+}
+
+// countingBackend counts the writes made through it.
+type countingBackend struct {
+	store.Backend
+	writes atomic.Int64
+}
+
+func (c *countingBackend) Create(ctx context.Context, d store.Document) (store.Document, error) {
+	c.writes.Add(1)
+	return c.Backend.Create(ctx, d)
+}
+
+func (c *countingBackend) UpdateSpec(ctx context.Context, d store.Document) (store.Document, error) {
+	c.writes.Add(1)
+	return c.Backend.UpdateSpec(ctx, d)
+}
+
+func (c *countingBackend) UpdateStatus(ctx context.Context, d store.Document) (store.Document, error) {
+	c.writes.Add(1)
+	return c.Backend.UpdateStatus(ctx, d)
+}
+
+func (c *countingBackend) Delete(ctx context.Context, kind, key string, opts store.DeleteOptions) error {
+	c.writes.Add(1)
+	return c.Backend.Delete(ctx, kind, key, opts)
+}
+
+// Converge measures how long one controller running a State/Phase driver
+// takes to bring [ConvergeConfig].Documents ApiGateway documents with
+// intent Running from Creating to Started over the backend, with steps and
+// observers that return at once, so that the time is the store's and the
+// controller's. Each iteration opens a fresh backend, creates the
+// documents untimed, then times the convergence. It reports:
+//
+//   - s/converge: the time until every document is Started;
+//   - writes/converge: the store writes made meanwhile (creations, spec and
+//     status updates, deletions, failed ones included);
+//   - write-ms: the latency of one status write, the mean of sequential
+//     writes measured before the run;
+//   - overhead: s/converge ÷ (writes × write latency). Below 1, the
+//     workers' writes overlapped; above 1, time went elsewhere than into
+//     writes.
+func Converge(b *testing.B, cfg ConvergeConfig) {
+	if cfg.Open == nil {
+		b.Fatal("controllertest: ConvergeConfig.Open is nil")
+	}
+	docs, workers := cfg.Documents, cfg.Workers
+	if docs == 0 {
+		docs = 10_000
+	}
+	if workers == 0 {
+		workers = 8
+	}
+	if docs < 0 || workers < 0 {
+		b.Fatal("controllertest: ConvergeConfig.Documents and Workers must not be negative")
+	}
+	var elapsed, latency time.Duration
+	var writes int64
+	for range b.N {
+		e, w, l, err := converge(b, cfg.Open(b, []string{convergeKind}), docs, workers)
+		if err != nil {
+			b.Fatal(err)
+		}
+		elapsed, writes, latency = elapsed+e, writes+w, latency+l
+	}
+	n := float64(b.N)
+	b.ReportMetric(elapsed.Seconds()/n, "s/converge")
+	b.ReportMetric(float64(writes)/n, "writes/converge")
+	b.ReportMetric(float64(latency.Nanoseconds())/1e6/n, "write-ms")
+	b.ReportMetric(float64(elapsed)/(float64(writes)*float64(latency)/n), "overhead")
+}
+
+// converge runs one convergence and returns its time, its writes and the
+// single-write latency.
+func converge(b *testing.B, backend store.Backend, docs, workers int) (time.Duration, int64, time.Duration, error) {
+	b.StopTimer()
+	defer b.StartTimer()
+	ctx, cancel := context.WithCancel(b.Context())
+	defer cancel()
+	counted := &countingBackend{Backend: backend}
+	gws, err := store.NewCollection[gwSpec, gwStatus](counted, convergeKind, store.CollectionConfig{})
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	latency, err := writeLatency(ctx, backend)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	m, err := gatewayMachine()
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	instant := func(context.Context, *store.Object[gwSpec, gwStatus], string) (sm.Outcome, error) {
+		return sm.Done, nil
+	}
+	holds := func(context.Context, *store.Object[gwSpec, gwStatus]) (bool, string, error) { return true, "", nil }
+	steps := map[string]controller.Step[gwSpec, gwStatus]{}
+	for _, s := range m.Steps() {
+		steps[s] = instant
+	}
+	observers := map[string]controller.Observer[gwSpec, gwStatus]{}
+	for _, c := range m.Conditions() {
+		observers[c] = holds
+	}
+	reg := prometheus.NewRegistry()
+	d, err := controller.NewDriver(gws, m, controller.DriverConfig[gwSpec, gwStatus]{
+		Steps: steps, Observers: observers, MetricsRegisterer: reg,
+	})
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	c, err := controller.New(controller.Config{Name: "gateways", Reconciler: d, Sources: []controller.Source{d.Source()}, Workers: workers})
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	if err := createAll(ctx, gws, docs); err != nil {
+		return 0, 0, 0, err
+	}
+
+	counted.writes.Store(0)
+	b.StartTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	runErr := make(chan error, 1)
+	wg.Go(func() { runErr <- c.Run(ctx) })
+	for {
+		n, err := started(reg)
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		if n >= docs {
+			break
+		}
+		if err := sleep(ctx, 10*time.Millisecond); err != nil {
+			return 0, 0, 0, err
+		}
+	}
+	elapsed := time.Since(start)
+	writes := counted.writes.Load()
+	b.StopTimer()
+	cancel()
+	wg.Wait()
+	if err := <-runErr; err != nil && !errors.Is(err, context.Canceled) {
+		return 0, 0, 0, err
+	}
+	return elapsed, writes, latency, nil
+}
+
+// writeLatency returns the mean latency of sequential status writes to a
+// document it creates and deletes.
+func writeLatency(ctx context.Context, s store.Backend) (time.Duration, error) {
+	d, err := s.Create(ctx, store.Document{Meta: store.Meta{Kind: convergeKind, Key: "latency-probe"}, Spec: []byte(`{}`)})
+	if err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	for i := range latencySamples {
+		d.Status = fmt.Appendf(d.Status[:0], `{"n":%d}`, i)
+		if d, err = s.UpdateStatus(ctx, d); err != nil {
+			return 0, err
+		}
+	}
+	latency := time.Since(start) / latencySamples
+	return latency, s.Delete(ctx, convergeKind, d.Meta.Key, store.DeleteOptions{})
+}
+
+// createAll creates the documents, eight at a time.
+func createAll(ctx context.Context, gws *store.Collection[gwSpec, gwStatus], docs int) error {
+	var next atomic.Int64
+	errs := make(chan error, 8)
+	for range cap(errs) {
+		go func() {
+			for i := int(next.Add(1)) - 1; i < docs; i = int(next.Add(1)) - 1 {
+				obj := &store.Object[gwSpec, gwStatus]{Meta: store.Meta{Key: fmt.Sprintf("team-%d/gw-%d", i%100, i)}, Spec: gwSpec{State: "Running"}}
+				if _, err := gws.Create(ctx, obj); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	var first error
+	for range cap(errs) {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// started returns how many documents the driver moved into Started,
+// from its phase transition metric.
+func started(reg *prometheus.Registry) (int, error) {
+	families, err := reg.Gather()
+	if err != nil {
+		return 0, err
+	}
+	for _, f := range families {
+		if f.GetName() != "tend_phase_transitions_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "to" && l.GetValue() == convergeTarget {
+					return int(m.GetCounter().GetValue()), nil
+				}
+			}
+		}
+	}
+	return 0, nil
+}
