@@ -2,12 +2,13 @@ package docs_test
 
 import (
 	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/tendhq/tend/examples/gateway/platform"
+	"github.com/tendhq/tend/examples/internal/generated"
+	"github.com/tendhq/tend/examples/workspace/dataplane"
 )
 
 var update = flag.Bool("update", false, "rewrite docs/diagrams.md from the examples' machines")
@@ -33,22 +34,25 @@ func machines(t *testing.T) []struct {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ws, err := dataplane.NewMachine()
+	if err != nil {
+		t.Fatal(err)
+	}
 	return []struct {
 		example string
 		m       diagrammed
 	}{
 		{"gateway", gw},
 		{"gateway", dom},
+		{"workspace", ws},
 	}
 }
 
 const diagramsPage = "docs/diagrams.md"
 
-// diagrams renders docs/diagrams.md.
+// diagrams renders the generated part of docs/diagrams.md.
 func diagrams(t *testing.T) string {
 	var b strings.Builder
-	b.WriteString("# Machine diagrams\n\n")
-	b.WriteString("<!-- BEGIN generated: go generate ./docs (in the examples module); do not edit -->\n")
 	b.WriteString("Every State/Phase machine of the examples, drawn from the machine itself by `Machine.Mermaid`. This page is\n")
 	b.WriteString("generated: `go generate ./docs` in the examples module rewrites it, and the examples' tests fail when it is\n")
 	b.WriteString("stale. A transitional phase lists its steps in order and leaves when its completion holds (\"when …\"); the\n")
@@ -59,7 +63,6 @@ func diagrams(t *testing.T) string {
 		b.WriteString("From [`examples/" + d.example + "`](../examples/" + d.example + ").\n\n")
 		b.WriteString("```mermaid\n" + strings.TrimSuffix(d.m.Mermaid(), "\n") + "\n```\n")
 	}
-	b.WriteString("<!-- END generated -->\n")
 	return b.String()
 }
 
@@ -68,19 +71,8 @@ func diagrams(t *testing.T) string {
 // current) and that docs/diagrams.md holds the examples' machines as they
 // are; -update (go generate ./docs) rewrites it.
 func TestDiagrams(t *testing.T) {
-	path := filepath.Join(root, filepath.FromSlash(diagramsPage))
-	want := diagrams(t)
-	raw, err := os.ReadFile(path)
-	if err != nil && !*update {
-		t.Fatal(err)
-	}
-	if string(raw) != want {
-		if !*update {
-			t.Errorf("%s is stale: run go generate ./docs in the examples module", diagramsPage)
-		} else if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	generated.Check(t, filepath.Join(root, filepath.FromSlash(diagramsPage)), "go generate ./docs (in the examples module)", *update,
+		generated.Section{Name: "machine diagrams", Body: diagrams(t)})
 
 	n := 0
 	for _, p := range pages(t) {
