@@ -1,0 +1,126 @@
+package main
+
+import "fmt"
+
+// A table is one generated section of docs/benchmarks.md, read from the raw
+// results file of the same name.
+type table struct {
+	name    string   // marker name and results file name, without .txt
+	columns []string // the implementations compared, tend first
+	rows    []row
+}
+
+// A row is one measurement across the table's columns.
+type row struct {
+	label  string
+	unit   string   // the unit of go test's output shown: ns/op, B/key, p99-ms ...
+	bench  []string // one benchmark name per column, "" where the implementation has none
+	allocs bool     // show allocs/op too
+	target []check  // all must hold for the row to be met
+}
+
+// tables are the generated sections, with the targets the issues set for
+// them: the workqueue's in issue 2, the store's in issue 4, the
+// controller's in issue 5.
+var tables = []table{
+	{
+		name:    "workqueue",
+		columns: []string{"tend", "client-go", "controller-runtime"},
+		rows: []row{
+			{label: "round trip Get+Done+Add, 1,000 keys queued, metrics off", unit: "ns/op", allocs: true,
+				bench:  each("RoundTrip/%s"),
+				target: []check{better("client-go", 1.8), maxAllocs(0)}},
+			{label: "same, metrics on", unit: "ns/op", allocs: true,
+				bench:  each("RoundTrip/%s/metrics"),
+				target: []check{better("client-go", 3), better("controller-runtime", 10)}},
+			{label: "drain 10,000 keys with 2 workers, per key", unit: "ns/op",
+				bench:  each("Drain/%s"),
+				target: []check{better("client-go", 1.6)}},
+			{label: "AddAfter of a new key, fresh queue (growth included)", unit: "ns/op", allocs: true,
+				bench:  each("AddAfter/%s/new"),
+				target: []check{better("controller-runtime", 1)}},
+			{label: "AddAfter of a key already delayed", unit: "ns/op", allocs: true,
+				bench:  each("AddAfter/%s/again"),
+				target: []check{better("controller-runtime", 1)}},
+			{label: "lateness of 10,000 keys delayed 10–110 ms, 2 workers: p50", unit: "p50-ms",
+				bench: each("Lateness/%s")},
+			{label: "same: p99", unit: "p99-ms",
+				bench:  each("Lateness/%s"),
+				target: []check{better("client-go", 1)}},
+			{label: "same: max", unit: "max-ms",
+				bench: each("Lateness/%s")},
+			{label: "heap per queued key, 100,000 keys", unit: "B/key",
+				bench:  each("MemoryPerKey/%s/100k"),
+				target: []check{atMost(74)}},
+			{label: "heap per queued key, 10,000 keys", unit: "B/key",
+				bench:  each("MemoryPerKey/%s/10k"),
+				target: []check{atMost(74)}},
+			{label: "round trip with priorities, all 0", unit: "ns/op", allocs: true,
+				bench:  []string{"RoundTripPriority/tend/levels-1", "", "RoundTripPriority/controllerruntime/levels-1"},
+				target: []check{within("RoundTrip/tend", "the plain round trip", 1.2)}},
+			{label: "round trip with priorities -1, 0 and 1", unit: "ns/op", allocs: true,
+				bench:  []string{"RoundTripPriority/tend/levels-3", "", "RoundTripPriority/controllerruntime/levels-3"},
+				target: []check{within("RoundTrip/tend", "the plain round trip", 1.2)}},
+		},
+	},
+	{
+		name:    "dispatch",
+		columns: []string{"tend", "controller-runtime"},
+		rows: []row{
+			{label: "no-op reconcile from a channel source, 1 worker", unit: "ns/op", allocs: true,
+				bench:  []string{"Dispatch/tend/workers-1", "Dispatch/controller-runtime/workers-1"},
+				target: []check{better("controller-runtime", 5)}},
+			{label: "same, tend with metrics", unit: "ns/op", allocs: true,
+				bench:  []string{"Dispatch/tend/metrics/workers-1", "Dispatch/controller-runtime/workers-1"},
+				target: []check{better("controller-runtime", 5)}},
+			{label: "no-op reconcile from a channel source, 4 workers", unit: "ns/op", allocs: true,
+				bench:  []string{"Dispatch/tend/workers-4", "Dispatch/controller-runtime/workers-4"},
+				target: []check{better("controller-runtime", 5)}},
+			{label: "same, tend with metrics", unit: "ns/op", allocs: true,
+				bench:  []string{"Dispatch/tend/metrics/workers-4", "Dispatch/controller-runtime/workers-4"},
+				target: []check{better("controller-runtime", 5)}},
+		},
+	},
+	{
+		name:    "store",
+		columns: []string{"memory store"},
+		rows: []row{
+			{label: "Get one document of 10,000, backend", unit: "ns/op", allocs: true,
+				bench: []string{"StoreGet/backend"}},
+			{label: "Get one document of 10,000, collection (decoded)", unit: "ns/op", allocs: true,
+				bench: []string{"StoreGet/collection"}},
+			{label: "no-op UpdateStatus, backend", unit: "ns/op", allocs: true,
+				bench:  []string{"StoreUpdateStatus/backend/noop"},
+				target: []check{below(2000), maxAllocs(3)}},
+			{label: "no-op UpdateStatus, backend, document without owner", unit: "ns/op", allocs: true,
+				bench:  []string{"StoreUpdateStatus/backend/noop-without-owner"},
+				target: []check{below(2000), maxAllocs(3)}},
+			{label: "UpdateStatus with a change, backend", unit: "ns/op", allocs: true,
+				bench: []string{"StoreUpdateStatus/backend/change"}},
+			{label: "no-op UpdateStatus, collection (encoded and decoded)", unit: "ns/op", allocs: true,
+				bench: []string{"StoreUpdateStatus/collection/noop"}},
+			{label: "watch delivery of changes already made", unit: "ns/op", allocs: true,
+				bench: []string{"StoreWatch/read"}},
+			{label: "watch: write a change, then read it", unit: "ns/op", allocs: true,
+				bench: []string{"StoreWatch/write+read"}},
+			{label: "watch: read while another goroutine writes", unit: "ns/op", allocs: true,
+				bench: []string{"StoreWatch/concurrent"}},
+			{label: "List all 100,000 documents", unit: "ns/op", allocs: true,
+				bench: []string{"StoreList/all/100000"}},
+			{label: "List 1,000 of 100,000 by label selector", unit: "ns/op", allocs: true,
+				bench: []string{"StoreList/selector/1000"}},
+			{label: "List 1,000 of 100,000 by owner", unit: "ns/op", allocs: true,
+				bench: []string{"StoreList/owner/1000"}},
+		},
+	},
+}
+
+// each names the workqueue benchmark pattern for tend, client-go and
+// controller-runtime, as the bench package names them.
+func each(pattern string) []string {
+	return []string{
+		fmt.Sprintf(pattern, "tend"),
+		fmt.Sprintf(pattern, "clientgo"),
+		fmt.Sprintf(pattern, "controllerruntime"),
+	}
+}
