@@ -512,10 +512,11 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) pass(ctx context.Context, log
 }
 
 // writeStatus writes obj's status, conditional on obj's revision, and returns
-// obj with the stored metadata. The object written is not decoded again: its
-// spec is the one read at that revision and its status the one just written.
+// obj with the stored metadata. Only the status is encoded, and the object
+// written is not decoded again: its spec is the one read at that revision
+// and its status the one just written.
 func (d *phaseDriver[Spec, Status, PStatus, S, P]) writeStatus(ctx context.Context, obj *store.Object[Spec, Status]) (*store.Object[Spec, Status], error) {
-	doc, err := d.c.Encode(obj)
+	doc, err := d.c.EncodeStatus(obj)
 	if err != nil {
 		return nil, err
 	}

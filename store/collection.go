@@ -178,6 +178,13 @@ func (c *Collection[Spec, Status]) Encode(o *Object[Spec, Status]) (Document, er
 	return c.encode("encode", o, true, true)
 }
 
+// EncodeStatus turns an object into a document with only its status
+// encoded: what [Writer.UpdateStatus] writes, without the cost of encoding a
+// spec it ignores. Its Kind is checked and set as [Collection.Encode] does.
+func (c *Collection[Spec, Status]) EncodeStatus(o *Object[Spec, Status]) (Document, error) {
+	return c.encode("encode status", o, false, true)
+}
+
 func (c *Collection[Spec, Status]) encode(op string, o *Object[Spec, Status], spec, status bool) (Document, error) {
 	d := Document{Meta: o.Meta}
 	if d.Meta.Kind == "" {

@@ -233,6 +233,17 @@ func TestCollectionEncode(t *testing.T) {
 	if !errors.Is(err, store.ErrInvalid) {
 		t.Errorf("encode of another kind: got %v, want ErrInvalid", err)
 	}
+	d, err = c.EncodeStatus(&store.Object[gwSpec, gwStatus]{Meta: store.Meta{Key: "k"}, Spec: gwSpec{State: "S"}, Status: gwStatus{Phase: "P"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Meta.Kind != "Gateway" || d.Spec != nil || string(d.Status) != `{"Phase":"P"}` {
+		t.Errorf("status encoded %+v", d)
+	}
+	_, err = c.EncodeStatus(&store.Object[gwSpec, gwStatus]{Meta: store.Meta{Kind: "Other", Key: "k"}})
+	if !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("status encode of another kind: got %v, want ErrInvalid", err)
+	}
 	_, err = c.Create(context.Background(), &store.Object[gwSpec, gwStatus]{Meta: store.Meta{Kind: "Other", Key: "k"}})
 	if !errors.Is(err, store.ErrInvalid) {
 		t.Errorf("create of another kind: got %v, want ErrInvalid", err)

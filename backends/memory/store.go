@@ -221,10 +221,11 @@ func (s *Store) List(ctx context.Context, kindName string, opts store.ListOption
 	}
 	s.mu.RLock()
 	keys, sorted := k.candidates(opts)
+	all := opts.Selector.Empty() && opts.OwnerUID == ""
 	vs := make([]*version, 0, len(keys))
 	for _, key := range keys {
 		v := k.docs[key]
-		if opts.Selector.Matches(v.meta.Labels) && (opts.OwnerUID == "" || ownedBy(v, opts.OwnerUID)) {
+		if all || opts.Selector.Matches(v.meta.Labels) && (opts.OwnerUID == "" || ownedBy(v, opts.OwnerUID)) {
 			vs = append(vs, v)
 		}
 	}
