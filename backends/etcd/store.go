@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -246,19 +245,11 @@ func (s *Store) Create(ctx context.Context, doc store.Document) (store.Document,
 	if err := s.check(ctx, op, m.Kind, m.Key); err != nil {
 		return store.Document{}, err
 	}
-	var err error
-	switch {
-	case m.Revision != 0:
-		err = fmt.Errorf("%w: revision %d: a new document has revision 0", store.ErrInvalid, m.Revision)
-	case len(doc.Status) != 0:
-		err = fmt.Errorf("%w: status is written by UpdateStatus only", store.ErrInvalid)
-	default:
-		err = store.ValidateMeta(m)
-	}
-	if err != nil {
+	if err := store.ValidateCreate(doc); err != nil {
 		return store.Document{}, &store.Error{Op: op, Kind: m.Kind, Key: m.Key, Err: err}
 	}
 	now := time.Now().Round(0)
+	c := doc.Clone()
 	d := store.Document{
 		Meta: store.Meta{
 			Kind:       m.Kind,
@@ -267,11 +258,11 @@ func (s *Store) Create(ctx context.Context, doc store.Document) (store.Document,
 			Generation: 1,
 			CreatedAt:  now,
 			UpdatedAt:  now,
-			Finalizers: cloneSlice(m.Finalizers),
-			Owners:     cloneSlice(m.Owners),
-			Labels:     cloneMap(m.Labels),
+			Finalizers: c.Meta.Finalizers,
+			Owners:     c.Meta.Owners,
+			Labels:     c.Meta.Labels,
 		},
-		Spec: cloneBytes(doc.Spec),
+		Spec: c.Spec,
 	}
 	ops := append([]clientv3.Op{clientv3.OpPut(s.keys.doc(m.Kind, m.Key), string(encode(&d)))},
 		s.indexOps(nil, &d.Meta)...)
@@ -297,32 +288,18 @@ func (s *Store) UpdateSpec(ctx context.Context, doc store.Document) (store.Docum
 	if err != nil {
 		return store.Document{}, err
 	}
-	if cur.Meta.Terminating() {
-		for _, f := range m.Finalizers {
-			if !cur.Meta.HasFinalizer(f) {
-				return store.Document{}, &store.Error{Op: op, Kind: m.Kind, Key: m.Key,
-					Err: fmt.Errorf("%w: cannot add finalizer %q: deletion was requested", store.ErrInvalid, f)}
-			}
-		}
+	u, err := store.ApplySpec(cur, doc)
+	if err != nil {
+		return store.Document{}, &store.Error{Op: op, Kind: m.Kind, Key: m.Key, Err: err}
 	}
-	specChanged := !bytes.Equal(cur.Spec, doc.Spec)
-	labelsChanged := !maps.Equal(cur.Meta.Labels, m.Labels)
-	ownersChanged := !slices.Equal(cur.Meta.Owners, m.Owners)
-	if !specChanged && !labelsChanged && !ownersChanged && slices.Equal(cur.Meta.Finalizers, m.Finalizers) {
+	if !u.Changed {
 		return cur, nil
 	}
-	next := cur
-	if specChanged {
-		next.Spec = cloneBytes(doc.Spec)
-		next.Meta.Generation++
-	}
-	next.Meta.Labels = cloneMap(m.Labels)
-	next.Meta.Owners = cloneSlice(m.Owners)
-	next.Meta.Finalizers = cloneSlice(m.Finalizers)
+	next := u.Next
 	next.Meta.UpdatedAt = time.Now().Round(0)
 	docKey := s.keys.doc(m.Kind, m.Key)
 	var ops []clientv3.Op
-	if next.Meta.Terminating() && len(next.Meta.Finalizers) == 0 {
+	if u.Remove {
 		// The last finalizer is gone: remove the document and its index
 		// keys in one step.
 		ops = append([]clientv3.Op{clientv3.OpDelete(docKey)}, s.indexOps(&cur.Meta, nil)...)
@@ -352,7 +329,7 @@ func (s *Store) UpdateStatus(ctx context.Context, doc store.Document) (store.Doc
 		return cur, nil
 	}
 	next := cur
-	next.Status = cloneBytes(doc.Status)
+	next.Status = bytes.Clone(doc.Status)
 	next.Meta.UpdatedAt = time.Now().Round(0)
 	put := clientv3.OpPut(s.keys.doc(m.Kind, m.Key), string(encode(&next)))
 	rev, err := s.write(ctx, op, m.Kind, m.Key, m.Revision, []clientv3.Op{put})
@@ -578,25 +555,4 @@ func (s *Store) Compact(ctx context.Context, revision int64) error {
 			return nil
 		}
 	}
-}
-
-func cloneBytes(b []byte) []byte {
-	if len(b) == 0 {
-		return nil
-	}
-	return bytes.Clone(b)
-}
-
-func cloneSlice[T any](s []T) []T {
-	if len(s) == 0 {
-		return nil
-	}
-	return slices.Clone(s)
-}
-
-func cloneMap(m map[string]string) map[string]string {
-	if len(m) == 0 {
-		return nil
-	}
-	return maps.Clone(m)
 }

@@ -160,8 +160,8 @@ func (s *Store) restore(r io.Reader) error {
 		if k.docs[m.Key] != nil {
 			return fmt.Errorf("%w: document %s %q: stored twice", ErrBadSnapshot, m.Kind, m.Key)
 		}
-		m.Labels, m.Finalizers, m.Owners = cloneMap(m.Labels), cloneSlice(m.Finalizers), cloneSlice(m.Owners)
-		k.put(nil, &version{meta: m, spec: cloneBytes(d.Spec), status: cloneBytes(d.Status)})
+		c := store.Document{Meta: m, Spec: d.Spec, Status: d.Status}.Clone()
+		k.put(nil, &version{meta: c.Meta, spec: c.Spec, status: c.Status})
 	}
 	for _, l := range data.Leases {
 		if err := store.ValidateLease(l.Name, l.Holder, l.TTL); err != nil || l.Fence < 1 {

@@ -306,28 +306,21 @@ func (s *Store) Create(ctx context.Context, doc store.Document) (store.Document,
 	if err != nil {
 		return store.Document{}, err
 	}
-	switch {
-	case m.Revision != 0:
-		err = fmt.Errorf("%w: revision %d: a new document has revision 0", store.ErrInvalid, m.Revision)
-	case len(doc.Status) != 0:
-		err = fmt.Errorf("%w: status is written by UpdateStatus only", store.ErrInvalid)
-	default:
-		err = store.ValidateMeta(m)
-	}
-	if err != nil {
+	if err := store.ValidateCreate(doc); err != nil {
 		return store.Document{}, &store.Error{Op: op, Kind: m.Kind, Key: m.Key, Err: err}
 	}
+	c := doc.Clone()
 	v := &version{
 		meta: store.Meta{
 			Kind:       m.Kind,
 			Key:        m.Key,
 			UID:        rand.Text(),
 			Generation: 1,
-			Finalizers: cloneSlice(m.Finalizers),
-			Owners:     cloneSlice(m.Owners),
-			Labels:     cloneMap(m.Labels),
+			Finalizers: c.Meta.Finalizers,
+			Owners:     c.Meta.Owners,
+			Labels:     c.Meta.Labels,
 		},
-		spec: cloneBytes(doc.Spec),
+		spec: c.Spec,
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -369,35 +362,17 @@ func (s *Store) UpdateSpec(ctx context.Context, doc store.Document) (store.Docum
 	if err != nil {
 		return store.Document{}, err
 	}
-	if cur.meta.Terminating() {
-		for _, f := range m.Finalizers {
-			if !cur.meta.HasFinalizer(f) {
-				return store.Document{}, &store.Error{Op: op, Kind: m.Kind, Key: m.Key,
-					Err: fmt.Errorf("%w: cannot add finalizer %q: deletion was requested", store.ErrInvalid, f)}
-			}
-		}
+	u, err := store.ApplySpec(store.Document{Meta: cur.meta, Spec: cur.spec, Status: cur.status}, doc)
+	if err != nil {
+		return store.Document{}, &store.Error{Op: op, Kind: m.Kind, Key: m.Key, Err: err}
 	}
-	specChanged := !bytes.Equal(cur.spec, doc.Spec)
-	labelsChanged := !maps.Equal(cur.meta.Labels, m.Labels)
-	ownersChanged := !slices.Equal(cur.meta.Owners, m.Owners)
-	if !specChanged && !labelsChanged && !ownersChanged && slices.Equal(cur.meta.Finalizers, m.Finalizers) {
+	if !u.Changed {
 		return cur.document(), nil
 	}
-	v := &version{meta: cur.meta, spec: cur.spec, status: cur.status}
-	if specChanged {
-		v.spec = cloneBytes(doc.Spec)
-		v.meta.Generation++
-	}
-	if labelsChanged {
-		v.meta.Labels = cloneMap(m.Labels)
-	}
-	if ownersChanged {
-		v.meta.Owners = cloneSlice(m.Owners)
-	}
-	v.meta.Finalizers = cloneSlice(m.Finalizers)
+	v := &version{meta: u.Next.Meta, spec: u.Next.Spec, status: u.Next.Status}
 	s.rev++
 	v.meta.Revision, v.meta.UpdatedAt = s.rev, now
-	if v.meta.Terminating() && len(v.meta.Finalizers) == 0 {
+	if u.Remove {
 		k.remove(cur)
 		k.record(store.Deleted, s.rev, v)
 		return v.document(), nil
@@ -433,7 +408,7 @@ func (s *Store) UpdateStatus(ctx context.Context, doc store.Document) (store.Doc
 		s.mu.Unlock()
 		return cur.document(), nil
 	}
-	v := &version{meta: cur.meta, spec: cur.spec, status: cloneBytes(doc.Status)}
+	v := &version{meta: cur.meta, spec: cur.spec, status: bytes.Clone(doc.Status)}
 	s.rev++
 	v.meta.Revision, v.meta.UpdatedAt = s.rev, now
 	k.put(cur, v)
@@ -612,25 +587,4 @@ func addOrRemove(sets map[string]map[string]struct{}, name, key string, add bool
 	if len(set) == 0 {
 		delete(sets, name)
 	}
-}
-
-func cloneBytes(b []byte) []byte {
-	if len(b) == 0 {
-		return nil
-	}
-	return bytes.Clone(b)
-}
-
-func cloneSlice[T any](s []T) []T {
-	if len(s) == 0 {
-		return nil
-	}
-	return slices.Clone(s)
-}
-
-func cloneMap(m map[string]string) map[string]string {
-	if len(m) == 0 {
-		return nil
-	}
-	return maps.Clone(m)
 }

@@ -6,8 +6,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -133,16 +131,7 @@ func (s *Store) Create(ctx context.Context, doc store.Document) (store.Document,
 	if err := s.checkKind(op, m.Kind, m.Key, true); err != nil {
 		return store.Document{}, err
 	}
-	var err error
-	switch {
-	case m.Revision != 0:
-		err = fmt.Errorf("%w: revision %d: a new document has revision 0", store.ErrInvalid, m.Revision)
-	case len(doc.Status) != 0:
-		err = fmt.Errorf("%w: status is written by UpdateStatus only", store.ErrInvalid)
-	default:
-		err = store.ValidateMeta(m)
-	}
-	if err != nil {
+	if err := store.ValidateCreate(doc); err != nil {
 		return store.Document{}, &store.Error{Op: op, Kind: m.Kind, Key: m.Key, Err: err}
 	}
 	fin, owners, uids, labels, err := metaArgs(m)
@@ -187,27 +176,16 @@ func (s *Store) UpdateSpec(ctx context.Context, doc store.Document) (store.Docum
 		if err != nil {
 			return err
 		}
-		if cur.Meta.Terminating() {
-			for _, f := range m.Finalizers {
-				if !cur.Meta.HasFinalizer(f) {
-					return &store.Error{Op: op, Kind: m.Kind, Key: m.Key,
-						Err: fmt.Errorf("%w: cannot add finalizer %q: deletion was requested", store.ErrInvalid, f)}
-				}
-			}
+		u, err := store.ApplySpec(cur, doc)
+		if err != nil {
+			return &store.Error{Op: op, Kind: m.Kind, Key: m.Key, Err: err}
 		}
-		specChanged := !bytes.Equal(cur.Spec, doc.Spec)
-		if !specChanged && maps.Equal(cur.Meta.Labels, m.Labels) && slices.Equal(cur.Meta.Owners, m.Owners) &&
-			slices.Equal(cur.Meta.Finalizers, m.Finalizers) {
+		if !u.Changed {
 			out = cur
 			return nil
 		}
-		next := cur
-		next.Spec = doc.Spec
-		next.Meta.Labels, next.Meta.Owners, next.Meta.Finalizers = m.Labels, m.Owners, m.Finalizers
-		if specChanged {
-			next.Meta.Generation++
-		}
-		if !next.Meta.Terminating() || len(next.Meta.Finalizers) > 0 {
+		next := u.Next
+		if !u.Remove {
 			out, err = s.put(ctx, tx, next, false, store.Modified)
 			return err
 		}
