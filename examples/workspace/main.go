@@ -8,6 +8,12 @@
 //
 //	go run ./examples/workspace
 //
+// With -s3-endpoint the archives go to a bucket of an S3-compatible server
+// instead, signed with the keys in AWS_ACCESS_KEY_ID and
+// AWS_SECRET_ACCESS_KEY:
+//
+//	go run ./examples/workspace -s3-endpoint http://127.0.0.1:7070
+//
 // See README.md beside this file.
 package main
 
@@ -15,6 +21,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"flag"
 	"fmt"
 	"os"
@@ -22,12 +30,16 @@ import (
 	"time"
 
 	"github.com/tendhq/tend/examples/workspace/local"
+	"github.com/tendhq/tend/examples/workspace/objstore"
 )
 
 func main() {
 	local.ServeIfContainer() // a container of the scenario: serve and never return
 	keep := flag.Bool("keep", false, "keep the scenario's directory (volumes, archives) for inspection")
 	timeout := flag.Duration("timeout", 50*time.Second, "give up if the scenario has not finished by then")
+	s3Endpoint := flag.String("s3-endpoint", "", "keep the archives on this S3-compatible server (http://host:port) instead of in a directory; keys from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
+	s3Bucket := flag.String("s3-bucket", "", "the bucket for -s3-endpoint, created when missing; it must hold no objects, as the scenario checks that it leaves none (default: a new bucket per run)")
+	s3Region := flag.String("s3-region", "", "the region for -s3-endpoint (default us-east-1)")
 	flag.Parse()
 
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -35,6 +47,16 @@ func main() {
 	ctx, cancelTimeout := context.WithTimeout(ctx, *timeout)
 	defer cancelTimeout()
 
+	var objects objstore.Store // nil: a directory in the scenario's directory
+	if *s3Endpoint != "" {
+		s3, err := openS3(ctx, *s3Endpoint, *s3Bucket, *s3Region)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "workspace:", err)
+			os.Exit(1)
+		}
+		defer s3.Close()
+		objects = s3
+	}
 	dir, err := os.MkdirTemp("", "tend-workspace-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "workspace:", err)
@@ -46,7 +68,7 @@ func main() {
 		defer os.RemoveAll(dir)
 	}
 	start := time.Now()
-	if err := run(ctx, dir, os.Stdout); err != nil {
+	if err := run(ctx, dir, objects, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "workspace: scenario failed:", err)
 		cancel()
 		if !*keep {
@@ -55,4 +77,25 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Printf("\nscenario passed in %v\n", time.Since(start).Round(time.Millisecond))
+}
+
+// openS3 opens the bucket of -s3-endpoint, a new one when bucket is empty.
+func openS3(ctx context.Context, endpoint, bucket, region string) (*objstore.S3, error) {
+	if bucket == "" {
+		var b [6]byte
+		_, _ = rand.Read(b[:])
+		bucket = "tend-workspace-" + hex.EncodeToString(b[:])
+	}
+	s3, err := objstore.NewS3(ctx, objstore.S3Config{
+		Endpoint:     endpoint,
+		Bucket:       bucket,
+		AccessKey:    os.Getenv("AWS_ACCESS_KEY_ID"),
+		SecretKey:    os.Getenv("AWS_SECRET_ACCESS_KEY"),
+		Region:       region,
+		CreateBucket: true,
+	})
+	if err == nil {
+		fmt.Printf("archives in bucket %s at %s\n", bucket, endpoint)
+	}
+	return s3, err
 }

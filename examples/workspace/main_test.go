@@ -13,6 +13,8 @@ import (
 	"github.com/tendhq/tend/examples/internal/generated"
 	"github.com/tendhq/tend/examples/workspace/dataplane"
 	"github.com/tendhq/tend/examples/workspace/local"
+	"github.com/tendhq/tend/examples/workspace/objstore"
+	"github.com/tendhq/tend/examples/workspace/objstore/objstoretest"
 )
 
 var update = flag.Bool("update", false, "rewrite the diagram in README.md")
@@ -33,17 +35,28 @@ func TestREADMEDiagram(t *testing.T) {
 		generated.Section{Name: m.Name() + " diagram", Body: "```mermaid\n" + m.Mermaid() + "```"})
 }
 
-// TestScenario runs the demo's scenario end to end.
+// TestScenario runs the demo's scenario end to end, with the archives in a
+// directory and in a bucket of the S3 server scripts/test.sh starts.
 func TestScenario(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
-	defer cancel()
-	var out bytes.Buffer
-	if err := run(ctx, t.TempDir(), &out); err != nil {
-		t.Fatalf("%v\n%s", err, out.String())
-	}
-	for _, want := range []string{"survived the archive and the restore", "alice    removed from the store", "deleted [alice/"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("output lacks %q:\n%s", want, out.String())
-		}
+	for _, tc := range []struct {
+		name    string
+		objects func(t *testing.T) objstore.Store // nil: the directory default
+	}{
+		{"Dir", func(*testing.T) objstore.Store { return nil }},
+		{"S3", func(t *testing.T) objstore.Store { return objstoretest.S3(t) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+			defer cancel()
+			var out bytes.Buffer
+			if err := run(ctx, t.TempDir(), tc.objects(t), &out); err != nil {
+				t.Fatalf("%v\n%s", err, out.String())
+			}
+			for _, want := range []string{"survived the archive and the restore", "alice    removed from the store", "deleted [alice/"} {
+				if !strings.Contains(out.String(), want) {
+					t.Errorf("output lacks %q:\n%s", want, out.String())
+				}
+			}
+		})
 	}
 }

@@ -114,11 +114,15 @@ func (b *board) say(format string, args ...any) {
 	fmt.Fprintf(b.out, "\n%6.2fs  ▶ %s\n", time.Since(b.start).Seconds(), fmt.Sprintf(format, args...))
 }
 
-// run runs the scenario in dir.
-func run(ctx context.Context, dir string, out io.Writer) error {
-	objects, err := objstore.NewDir(filepath.Join(dir, "objects"))
-	if err != nil {
-		return err
+// run runs the scenario in dir, with the archives in objects; nil means a
+// directory under dir.
+func run(ctx context.Context, dir string, objects objstore.Store, out io.Writer) error {
+	if objects == nil {
+		d, err := objstore.NewDir(filepath.Join(dir, "objects"))
+		if err != nil {
+			return err
+		}
+		objects = d
 	}
 	storage, err := local.NewStorage(local.StorageConfig{Dir: dir, Objects: objects})
 	if err != nil {

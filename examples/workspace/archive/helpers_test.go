@@ -143,20 +143,6 @@ func sha(b []byte) string {
 	return "sha256:" + hex.EncodeToString(s[:])
 }
 
-func read(t testing.TB, s objstore.Store, key string) []byte {
-	t.Helper()
-	r, err := s.Get(context.Background(), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	b, err := io.ReadAll(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // recorder is an object store that records puts and fails on demand.
 type recorder struct {
 	objstore.Store

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/tendhq/tend/examples/workspace/objstore"
 )
@@ -33,4 +34,25 @@ func ExampleDir() {
 	// ws1/op1/home.tar.zst 7
 	// ws1/op1/home.tar.zst.meta 10
 	// archive
+}
+
+// ExampleNewS3 opens a store on a bucket of an S3-compatible server, creating
+// the bucket when it is missing. It needs a server, so it only compiles here;
+// the tests run the same code against the server that `make test` starts.
+func ExampleNewS3() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	objects, err := objstore.NewS3(ctx, objstore.S3Config{
+		Endpoint:     "http://127.0.0.1:7070",
+		Bucket:       "workspaces",
+		AccessKey:    os.Getenv("AWS_ACCESS_KEY_ID"),
+		SecretKey:    os.Getenv("AWS_SECRET_ACCESS_KEY"),
+		CreateBucket: true,
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer objects.Close()
+	_ = objects.Put(ctx, "ws1/op1/home.tar.zst", strings.NewReader("archive"))
 }
