@@ -24,6 +24,10 @@ func unitOf(name string) unit {
 		return unit{func(v float64) string { return fmt.Sprintf("%.1f B", v) }, "less", "more"}
 	case strings.HasSuffix(name, "-ms"):
 		return unit{func(v float64) string { return fmt.Sprintf("%.2f ms", v) }, "earlier", "later"}
+	case strings.HasSuffix(name, "-MiB"):
+		return unit{func(v float64) string { return fmt.Sprintf("%.0f MiB", v) }, "less", "more"}
+	case name == "s/converge":
+		return unit{func(v float64) string { return fmt.Sprintf("%.2f s", v) }, "faster", "slower"}
 	}
 	return unit{func(v float64) string { return fmt.Sprintf("%.3g %s", v, name) }, "better", "worse"}
 }

@@ -21,7 +21,7 @@ type row struct {
 
 // tables are the generated sections, with the targets the issues set for
 // them: the workqueue's in issue 2, the store's in issue 4, the
-// controller's in issue 5.
+// controller's (dispatch, convergence) in issue 5.
 var tables = []table{
 	{
 		name:    "workqueue",
@@ -79,6 +79,24 @@ var tables = []table{
 			{label: "same, tend with metrics", unit: "ns/op", allocs: true,
 				bench:  []string{"Dispatch/tend/metrics/workers-4", "Dispatch/controller-runtime/workers-4"},
 				target: []check{better("controller-runtime", 5)}},
+		},
+	},
+	{
+		name:    "converge",
+		columns: []string{"tend"},
+		rows: []row{
+			{label: "100,000 documents Creating → Started, memory store, 2 workers: time", unit: "s/converge",
+				bench:  []string{"Converge/docs-100000/workers-2"},
+				target: []check{atMost(10)}},
+			{label: "same: peak heap in use", unit: "peak-heap-MiB",
+				bench:  []string{"Converge/docs-100000/workers-2"},
+				target: []check{atMost(1024)}},
+			{label: "100,000 documents Creating → Started, memory store, 8 workers: time", unit: "s/converge",
+				bench:  []string{"Converge/docs-100000/workers-8"},
+				target: []check{atMost(10)}},
+			{label: "same: peak heap in use", unit: "peak-heap-MiB",
+				bench:  []string{"Converge/docs-100000/workers-8"},
+				target: []check{atMost(1024)}},
 		},
 	},
 	{
