@@ -4,12 +4,15 @@
 #   make test          # or: bash scripts/test.sh
 #
 # It installs and starts the real servers the tests need, and stops them after.
-# Heavy tools are built once per pinned version into .cache/ (git-ignored).
+# Heavy tools (kube-apiserver, etcd, versitygw) are built once per pinned version
+# into $TEND_CACHE (default ~/.cache/tend), outside the checkout, so every clone
+# on a machine reuses them.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 export GOFLAGS="${GOFLAGS:-} -buildvcs=false"
+export TEND_CACHE="${TEND_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tend}"
 
 # Modules, in dependency order. Each is tested in its own directory.
 modules=(.)

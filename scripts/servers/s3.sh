@@ -3,7 +3,7 @@
 # the workspace example.
 #
 # scripts/test.sh sources this file: it builds versitygw once per pinned
-# version into .cache/versitygw/ (git-ignored; a few minutes cold), starts it
+# version into $TEND_CACHE/versitygw/ (outside the checkout; a few minutes cold), starts it
 # on 127.0.0.1 and a free port over a temporary directory with generated
 # keys, exports TEND_S3_ENDPOINT, TEND_S3_ACCESS_KEY, TEND_S3_SECRET_KEY and
 # TEND_S3_REGION, and registers s3_stop in `cleanups`.
@@ -22,7 +22,7 @@ s3_pid=""
 s3_install() {
   local root cache tmp
   root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-  cache="$root/.cache/versitygw/$s3_version"
+  cache="${TEND_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tend}/versitygw/$s3_version"
   s3_bin="$cache/versitygw"
   [ -x "$s3_bin" ] && return
   echo "building versitygw $s3_version into $cache (a few minutes, once)" >&2

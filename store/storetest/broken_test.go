@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -55,6 +56,62 @@ func (b ignoresRevision) UpdateStatus(ctx context.Context, d store.Document) (st
 	return b.Store.UpdateStatus(ctx, d)
 }
 
+// claimsUnfenced says it refuses fenced writes but performs them.
+type claimsUnfenced struct{ *memory.Store }
+
+var errNoFences = fmt.Errorf("no fences here: %w", store.ErrInvalid)
+
+func (claimsUnfenced) FencingUnsupported() error { return errNoFences }
+
+// refusesFences is an honest Unfenced backend: it refuses every fenced
+// write before touching the store.
+type refusesFences struct{ *memory.Store }
+
+func (refusesFences) FencingUnsupported() error { return errNoFences }
+
+func (b refusesFences) refuse(ctx context.Context, kind, key string) error {
+	if _, ok := store.FenceFrom(ctx); ok {
+		return &store.Error{Op: "write", Kind: kind, Key: key, Err: errNoFences}
+	}
+	return nil
+}
+
+func (b refusesFences) Create(ctx context.Context, d store.Document) (store.Document, error) {
+	if err := b.refuse(ctx, d.Meta.Kind, d.Meta.Key); err != nil {
+		return store.Document{}, err
+	}
+	return b.Store.Create(ctx, d)
+}
+
+func (b refusesFences) UpdateSpec(ctx context.Context, d store.Document) (store.Document, error) {
+	if err := b.refuse(ctx, d.Meta.Kind, d.Meta.Key); err != nil {
+		return store.Document{}, err
+	}
+	return b.Store.UpdateSpec(ctx, d)
+}
+
+func (b refusesFences) UpdateStatus(ctx context.Context, d store.Document) (store.Document, error) {
+	if err := b.refuse(ctx, d.Meta.Kind, d.Meta.Key); err != nil {
+		return store.Document{}, err
+	}
+	return b.Store.UpdateStatus(ctx, d)
+}
+
+func (b refusesFences) Delete(ctx context.Context, kind, key string, opts store.DeleteOptions) error {
+	if err := b.refuse(ctx, kind, key); err != nil {
+		return err
+	}
+	return b.Store.Delete(ctx, kind, key, opts)
+}
+
+// TestUnfencedRefusing: the Fencing check of an Unfenced backend passes
+// when it refuses fenced writes.
+func TestUnfencedRefusing(t *testing.T) {
+	if err := runCheck(t, checkNamed(t, "Fencing"), func(s *memory.Store) store.Backend { return refusesFences{s} }); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestBrokenBackendsFail runs the suite's checks on deliberately broken
 // wrappers of the memory backend and on the memory backend itself: each
 // break must fail the checks named for it, which the unbroken backend
@@ -69,6 +126,8 @@ func TestBrokenBackendsFail(t *testing.T) {
 			[]string{"Generation", "WatchOrder", "WatchResume"}},
 		{"ignores the revision precondition", func(s *memory.Store) store.Backend { return ignoresRevision{s} },
 			[]string{"Conflicts", "NoLostUpdate"}},
+		{"claims to refuse fenced writes but performs them", func(s *memory.Store) store.Backend { return claimsUnfenced{s} },
+			[]string{"Fencing"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

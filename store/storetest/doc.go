@@ -35,6 +35,10 @@
 // real time: a few seconds in all, with time-to-live values under one
 // second.
 //
+// A backend that cannot check fences atomically with its writes declares
+// it by implementing [Unfenced]; the Fencing check then verifies that it
+// refuses every fenced write instead.
+//
 // The suite is strict enough to fail a backend that drops one watch event or
 // ignores the revision precondition; its own tests show this on deliberately
 // broken wrappers of the in-memory backend.

@@ -197,6 +197,9 @@ func checkLeaseExpiry(ctx context.Context, b store.Backend) error {
 // fence's token and fail with ErrFenced, writing nothing, once it was
 // released, passed on, or expired.
 func checkFencing(ctx context.Context, b store.Backend) error {
+	if u, ok := b.(Unfenced); ok {
+		return checkFencingRefused(ctx, b, u.FencingUnsupported())
+	}
 	const name = "tend/shard-0"
 	a, err := b.AcquireLease(ctx, name, "a", longTTL)
 	if err != nil {
@@ -304,6 +307,66 @@ func checkFencing(ctx context.Context, b store.Backend) error {
 		}
 		return expectStored(ctx, b, "after the refused write", d)
 	}
+}
+
+// checkFencingRefused is the Fencing check of an [Unfenced] backend: every
+// fenced write fails with want, naming its document, and writes nothing,
+// while the lease stays held; unfenced writes still work.
+func checkFencingRefused(ctx context.Context, b store.Backend, want error) error {
+	if want == nil {
+		return errors.New("FencingUnsupported returned nil: an Unfenced backend must name the error of its fenced writes")
+	}
+	const name = "tend/shard-0"
+	a, err := b.AcquireLease(ctx, name, "a", longTTL)
+	if err != nil {
+		return fmt.Errorf("acquire: %w", err)
+	}
+	d, err := b.Create(ctx, newDoc(widget, "fenced", 1))
+	if err != nil {
+		return fmt.Errorf("create: %w", err)
+	}
+	before, err := revision(ctx, b)
+	if err != nil {
+		return err
+	}
+	fa := store.WithFence(ctx, store.Fence{Lease: name, Token: a.Fence})
+	up := d
+	up.Spec = spec(2)
+	_, err = b.UpdateSpec(fa, up)
+	if err := wantErr("fenced update spec", err, want, widget, "fenced"); err != nil {
+		return err
+	}
+	up = d
+	up.Status = spec(3)
+	_, err = b.UpdateStatus(fa, up)
+	if err := wantErr("fenced update status", err, want, widget, "fenced"); err != nil {
+		return err
+	}
+	_, err = b.Create(fa, newDoc(widget, "fenced-new", 1))
+	if err := wantErr("fenced create", err, want, widget, "fenced-new"); err != nil {
+		return err
+	}
+	err = b.Delete(fa, widget, "fenced", store.DeleteOptions{})
+	if err := wantErr("fenced delete", err, want, widget, "fenced"); err != nil {
+		return err
+	}
+	if err := expectStored(ctx, b, "after refused fenced writes", d); err != nil {
+		return err
+	}
+	if err := expectAbsent(ctx, b, "after a refused fenced create", widget, "fenced-new"); err != nil {
+		return err
+	}
+	if after, err := revision(ctx, b); err != nil || after != before {
+		return fmt.Errorf("refused fenced writes moved the revision from %d to %d (%v)", before, after, err)
+	}
+	if err := expectLeases(ctx, b, "after refused fenced writes", "tend/", name+"=a"); err != nil {
+		return err
+	}
+	d.Status = spec(4)
+	if _, err := b.UpdateStatus(ctx, d); err != nil {
+		return fmt.Errorf("unfenced write after refused fenced writes: %w", err)
+	}
+	return nil
 }
 
 // sleep waits for d or until ctx is done.

@@ -1,0 +1,101 @@
+// Package kube is a [store.Backend] on the Kubernetes API: each document is
+// a custom resource, each lease a coordination.k8s.io Lease. Controllers
+// built on tend then keep their state in a cluster, where kubectl, RBAC,
+// audit logs and the garbage collector see it.
+//
+//	s, err := kube.New(kube.Config{REST: restConfig, Kinds: []string{"ApiGateway"}, Namespace: "gateways"})
+//	if err != nil { ... }
+//	if err := s.Install(ctx); err != nil { ... } // or apply the definitions as manifests
+//
+// # Kinds and objects
+//
+// Each kind is a namespaced CustomResourceDefinition in [Config.Group]
+// (default "store.tend.dev"), version v1, resource [Plural] of the kind,
+// with the status subresource and spec and status of any JSON shape; see
+// [CustomResourceDefinition]. [Store.Install] creates or updates them and
+// waits until they are served; without them every call fails with
+// [ErrNotInstalled].
+//
+// A store works in one namespace ([Config.Namespace]); stores in different
+// namespaces are independent. A document's key is not a valid object name in
+// general ("team-a/gw-1", up to 253 bytes, upper case allowed), so the object
+// is named [ObjectName](key) — a readable slug and 32 hex digits of the key's
+// SHA-256 — and the key is kept in the annotation "<group>/key". Objects
+// without that annotation are not documents and are ignored.
+//
+// Meta maps to ObjectMeta:
+//
+//   - UID is metadata.uid; Revision is metadata.resourceVersion, read as the
+//     integer it is on every etcd-backed API server; Generation is
+//     metadata.generation, which the API server moves when the spec changes,
+//     less the one step it adds when deletion is requested.
+//   - CreatedAt is creationTimestamp, DeletionRequestedAt deletionTimestamp,
+//     UpdatedAt the newest time in managedFields: whole seconds, as
+//     Kubernetes keeps them.
+//   - Labels and Finalizers are the object's own; tend validates them by the
+//     same rules as Kubernetes.
+//   - Owners are ownerReferences (apiVersion "<group>/v1", the owner's kind,
+//     its ObjectName and UID), with the owners' keys in the annotation
+//     "<group>/owners". They are real owner references: Kubernetes' garbage
+//     collector removes a document whose owners are all gone.
+//
+// Spec and Status must be JSON. The API server stores them as JSON objects
+// and returns them re-encoded, keys sorted and without spaces, so the store
+// compares and returns payloads in that form: {"b":1, "a":2} reads back as
+// {"a":2,"b":1}, and writing it again is not a change.
+//
+// # Writes
+//
+// UpdateSpec and UpdateStatus read the object, check the document's revision
+// against it ([store.ErrConflict]) and the store's rules (no finalizer added
+// while Terminating), then write with that resourceVersion as the API
+// server's precondition: the main resource for the spec, labels, finalizers
+// and owners, the status subresource for the status alone, so each has its
+// own writer and RBAC rule. A write that changes nothing is not sent. Delete
+// uses background propagation; the API server keeps an object with
+// finalizers, Terminating, until the last is removed, and then deletes it:
+// the store reports the document missing from that moment.
+//
+// # Lists and watches
+//
+// List is one consistent read of the kind in the namespace; its revision is
+// the list's resourceVersion. Label selectors and owners are applied by the
+// store. Watch is the API's watch from that resourceVersion: the store
+// resumes it when the API server ends it (as it does after its request
+// timeout) and reports "410 Gone" as [store.ErrCompacted]. Kubernetes has no
+// API to compact: history goes when the API server compacts etcd (every five
+// minutes by default) or sooner when its watch cache no longer holds the
+// revision.
+//
+// # Leases and fencing
+//
+// A lease is a Lease object in the namespace named [ObjectName](name), with
+// the store's label and annotations: holderIdentity is the holder (empty
+// once released), leaseTransitions the fence, renewTime plus the time to
+// live (kept exactly in an annotation; leaseDurationSeconds rounds it up)
+// the expiry. Every change is an update with the Lease's resourceVersion as
+// precondition, so two processes never both take a lease. Expiry is judged
+// by each process's clock against renewTime, as client-go's leader election
+// does: the clocks must agree to well within the time to live.
+//
+// A fenced write ([store.WithFence]) must check its lease in the same atomic
+// step as the write. The Kubernetes API has no transaction across objects,
+// and neither admission webhooks nor ValidatingAdmissionPolicy parameters
+// read the Lease at the write's own revision, so the check cannot be atomic.
+// Rather than perform such writes unchecked, the store refuses them all with
+// [ErrFencingUnsupported] and says so through [Store.FencingUnsupported]
+// (the capability storetest.Unfenced). Leases still give leader election and
+// sharding their exclusion; what is lost is the guarantee that a process
+// which lost its lease a moment ago cannot write once more.
+//
+// # Permissions and errors
+//
+// The store's identity needs get, list, watch, create, update and delete on
+// the kinds' resources and their status, and on leases, in its namespace;
+// Install also needs the right to write customresourcedefinitions. Errors
+// are [*store.Error] values naming the document, whose cause matches the
+// store's sentinels: NotFound is [store.ErrNotFound], AlreadyExists
+// [store.ErrAlreadyExists], Conflict [store.ErrConflict], Invalid
+// [store.ErrInvalid], Gone [store.ErrCompacted]; a forbidden request says
+// which rights to grant.
+package kube

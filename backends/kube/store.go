@@ -1,0 +1,414 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/tendhq/tend/store"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+)
+
+// Defaults of [Config].
+const (
+	DefaultNamespace    = "default"
+	DefaultGroup        = "store.tend.dev"
+	DefaultFieldManager = "tend"
+)
+
+// Config configures [New].
+type Config struct {
+	// REST says how to reach the API server, for example from
+	// clientcmd.BuildConfigFromFlags. Required. Its QPS and Burst bound the
+	// store's requests (client-go allows 5 a second, bursts of 10, when they
+	// are zero); each update is two requests, a read and a write.
+	REST *rest.Config
+	// Kinds are the document kinds the store holds, one custom resource of
+	// Group each. Required; each must pass [store.ValidateKind].
+	Kinds []string
+	// Namespace holds the store's documents and leases; it must exist.
+	// Stores in different namespaces are independent. Default
+	// [DefaultNamespace].
+	Namespace string
+	// Group is the API group of the custom resources and the prefix of the
+	// annotations and labels the store writes. Default [DefaultGroup].
+	Group string
+	// FieldManager names the store's writes in the objects' managedFields.
+	// Default [DefaultFieldManager].
+	FieldManager string
+}
+
+// Store is a [store.Backend] over Kubernetes custom resources and
+// coordination.k8s.io Leases. Create it with [New] and install its
+// CustomResourceDefinitions with [Store.Install]. It is safe for concurrent
+// use.
+type Store struct {
+	cfg   Config
+	dyn   dynamic.Interface
+	kinds map[string]bool
+	names []string // cfg.Kinds, sorted
+}
+
+var (
+	_ store.Backend                           = (*Store)(nil)
+	_ interface{ FencingUnsupported() error } = (*Store)(nil)
+)
+
+// New returns a store on the API server cfg.REST points to. It checks the
+// configuration and makes no request.
+func New(cfg Config) (*Store, error) {
+	cfg.Kinds = slices.Clone(cfg.Kinds)
+	if cfg.REST == nil {
+		return nil, errors.New("kube: Config.REST is required")
+	}
+	if len(cfg.Kinds) == 0 {
+		return nil, errors.New("kube: Config.Kinds is empty")
+	}
+	if cfg.Namespace == "" {
+		cfg.Namespace = DefaultNamespace
+	}
+	if cfg.Group == "" {
+		cfg.Group = DefaultGroup
+	}
+	if cfg.FieldManager == "" {
+		cfg.FieldManager = DefaultFieldManager
+	}
+	if errs := validation.IsDNS1123Label(cfg.Namespace); len(errs) > 0 {
+		return nil, fmt.Errorf("kube: namespace %q: %s", cfg.Namespace, strings.Join(errs, "; "))
+	}
+	if errs := validation.IsDNS1123Subdomain(cfg.Group); len(errs) > 0 || !strings.Contains(cfg.Group, ".") {
+		return nil, fmt.Errorf("kube: group %q: must be a DNS subdomain with at least one dot", cfg.Group)
+	}
+	kinds := make(map[string]bool, len(cfg.Kinds))
+	plurals := make(map[string]string, len(cfg.Kinds))
+	for _, k := range cfg.Kinds {
+		if err := store.ValidateKind(k); err != nil {
+			return nil, fmt.Errorf("kube: %w", err)
+		}
+		if kinds[k] {
+			return nil, fmt.Errorf("kube: kind %q listed twice", k)
+		}
+		p := Plural(k)
+		if other, ok := plurals[p]; ok {
+			return nil, fmt.Errorf("kube: kinds %q and %q share the resource name %q", other, k, p)
+		}
+		kinds[k], plurals[p] = true, k
+	}
+	rc := rest.CopyConfig(cfg.REST)
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("kube: %w", err)
+	}
+	names := slices.Sorted(func(yield func(string) bool) {
+		for k := range kinds {
+			if !yield(k) {
+				return
+			}
+		}
+	})
+	return &Store{cfg: cfg, dyn: dyn, kinds: kinds, names: names}, nil
+}
+
+// Kinds returns the configured kinds, sorted.
+func (s *Store) Kinds() []string { return slices.Clone(s.names) }
+
+// Namespace returns the namespace the store works in.
+func (s *Store) Namespace() string { return s.cfg.Namespace }
+
+// FencingUnsupported returns [ErrFencingUnsupported]: every write whose
+// context carries a fence ([store.WithFence]) fails with it. See the package
+// documentation for why.
+func (s *Store) FencingUnsupported() error { return ErrFencingUnsupported }
+
+// keyAnnotation holds a document's key; ownersAnnotation maps the UIDs of its
+// owners to their keys.
+func (s *Store) keyAnnotation() string    { return s.cfg.Group + "/key" }
+func (s *Store) ownersAnnotation() string { return s.cfg.Group + "/owners" }
+
+// resource returns the client of kind's custom resources in the namespace.
+func (s *Store) resource(kind string) dynamic.ResourceInterface {
+	return s.dyn.Resource(resource(s.cfg.Group, kind)).Namespace(s.cfg.Namespace)
+}
+
+// checkKind checks ctx and kind, and key when it is not empty.
+func (s *Store) checkKind(ctx context.Context, op, kind, key string, checkKey bool) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := store.ValidateKind(kind); err != nil {
+		return &store.Error{Op: op, Kind: kind, Key: key, Err: err}
+	}
+	if !s.kinds[kind] {
+		return &store.Error{Op: op, Kind: kind, Key: key,
+			Err: fmt.Errorf("%w: the store holds %s", store.ErrUnknownKind, strings.Join(s.names, ", "))}
+	}
+	if checkKey {
+		if err := store.ValidateKey(key); err != nil {
+			return &store.Error{Op: op, Kind: kind, Key: key, Err: err}
+		}
+	}
+	return nil
+}
+
+// unfenced refuses a write whose context carries a fence.
+func unfenced(ctx context.Context, op, kind, key string) error {
+	if f, ok := store.FenceFrom(ctx); ok {
+		return &store.Error{Op: op, Kind: kind, Key: key,
+			Err: fmt.Errorf("%w (fence of lease %q at %d)", ErrFencingUnsupported, f.Lease, f.Token)}
+	}
+	return nil
+}
+
+// get reads the object under key. An object being removed (Terminating with
+// no finalizer left) is reported missing, as it is about to be.
+func (s *Store) get(ctx context.Context, op, kind, key string) (*unstructured.Unstructured, store.Document, error) {
+	u, err := s.resource(kind).Get(ctx, ObjectName(key), metav1.GetOptions{})
+	if err != nil {
+		return nil, store.Document{}, s.fail(op, kind, key, err)
+	}
+	d, ok, err := s.document(kind, u)
+	switch {
+	case err != nil:
+		return nil, store.Document{}, &store.Error{Op: op, Kind: kind, Key: key, Err: err}
+	case !ok || d.Meta.Key != key || removing(d):
+		return nil, store.Document{}, &store.Error{Op: op, Kind: kind, Key: key, Err: store.ErrNotFound}
+	}
+	return u, d, nil
+}
+
+// removing reports whether d is the last state of a document the API server
+// is removing: Terminating with no finalizer left.
+func removing(d store.Document) bool { return d.Meta.Terminating() && len(d.Meta.Finalizers) == 0 }
+
+// Get returns the document stored under key.
+func (s *Store) Get(ctx context.Context, kind, key string) (store.Document, error) {
+	const op = "get"
+	if err := s.checkKind(ctx, op, kind, key, true); err != nil {
+		return store.Document{}, err
+	}
+	_, d, err := s.get(ctx, op, kind, key)
+	return d, err
+}
+
+// List reads the documents of kind in one consistent read from the API
+// server and filters them by opts. The result's revision is the list's
+// resourceVersion.
+func (s *Store) List(ctx context.Context, kind string, opts store.ListOptions) (store.ListResult, error) {
+	const op = "list"
+	if err := s.checkKind(ctx, op, kind, "", false); err != nil {
+		return store.ListResult{}, err
+	}
+	if err := opts.Selector.Validate(); err != nil {
+		return store.ListResult{}, &store.Error{Op: op, Kind: kind, Err: err}
+	}
+	ul, err := s.resource(kind).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return store.ListResult{}, s.fail(op, kind, "", err)
+	}
+	rev, err := parseRevision(ul.GetResourceVersion())
+	if err != nil {
+		return store.ListResult{}, &store.Error{Op: op, Kind: kind, Err: err}
+	}
+	res := store.ListResult{Revision: rev}
+	for i := range ul.Items {
+		d, ok, err := s.document(kind, &ul.Items[i])
+		if err != nil {
+			return store.ListResult{}, &store.Error{Op: op, Kind: kind, Err: err}
+		}
+		if !ok || removing(d) || !opts.Selector.Matches(d.Meta.Labels) || !ownedBy(d, opts.OwnerUID) {
+			continue
+		}
+		res.Items = append(res.Items, d)
+	}
+	slices.SortFunc(res.Items, func(a, b store.Document) int { return strings.Compare(a.Meta.Key, b.Meta.Key) })
+	return res, nil
+}
+
+func ownedBy(d store.Document, uid string) bool {
+	return uid == "" || slices.ContainsFunc(d.Meta.Owners, func(o store.OwnerRef) bool { return o.UID == uid })
+}
+
+// Create stores a new custom resource for doc.
+func (s *Store) Create(ctx context.Context, doc store.Document) (store.Document, error) {
+	const op = "create"
+	kind, key := doc.Meta.Kind, doc.Meta.Key
+	if err := s.checkKind(ctx, op, kind, key, true); err != nil {
+		return store.Document{}, err
+	}
+	if err := store.ValidateMeta(&doc.Meta); err != nil {
+		return store.Document{}, &store.Error{Op: op, Kind: kind, Key: key, Err: err}
+	}
+	switch {
+	case doc.Meta.Revision != 0:
+		return store.Document{}, &store.Error{Op: op, Kind: kind, Key: key,
+			Err: fmt.Errorf("%w: a new document has no revision (got %d)", store.ErrInvalid, doc.Meta.Revision)}
+	case len(doc.Status) != 0:
+		return store.Document{}, &store.Error{Op: op, Kind: kind, Key: key,
+			Err: fmt.Errorf("%w: a new document has no status; the controller writes it", store.ErrInvalid)}
+	}
+	if err := unfenced(ctx, op, kind, key); err != nil {
+		return store.Document{}, err
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{}}
+	u.SetAPIVersion(s.cfg.Group + "/" + Version)
+	u.SetKind(kind)
+	u.SetName(ObjectName(key))
+	u.SetNamespace(s.cfg.Namespace)
+	if err := s.setSpec(u, doc); err != nil {
+		return store.Document{}, &store.Error{Op: op, Kind: kind, Key: key, Err: err}
+	}
+	out, err := s.resource(kind).Create(ctx, u, metav1.CreateOptions{FieldManager: s.cfg.FieldManager})
+	if err != nil {
+		return store.Document{}, s.fail(op, kind, key, err)
+	}
+	return s.stored(op, kind, key, out)
+}
+
+// stored converts an object the API server returned after a write.
+func (s *Store) stored(op, kind, key string, u *unstructured.Unstructured) (store.Document, error) {
+	d, ok, err := s.document(kind, u)
+	if err == nil && !ok {
+		err = fmt.Errorf("the API server returned an object without the %s annotation", s.keyAnnotation())
+	}
+	if err != nil {
+		return store.Document{}, &store.Error{Op: op, Kind: kind, Key: key, Err: err}
+	}
+	return d, nil
+}
+
+// current reads the object a write based on doc replaces and checks doc's
+// revision against it.
+func (s *Store) current(ctx context.Context, op string, doc store.Document) (*unstructured.Unstructured, store.Document, error) {
+	kind, key := doc.Meta.Kind, doc.Meta.Key
+	u, d, err := s.get(ctx, op, kind, key)
+	if err != nil {
+		return nil, store.Document{}, err
+	}
+	if d.Meta.Revision != doc.Meta.Revision {
+		return nil, store.Document{}, &store.Error{Op: op, Kind: kind, Key: key,
+			Err: fmt.Errorf("%w: stored revision is %d, the write is based on %d", store.ErrConflict, d.Meta.Revision, doc.Meta.Revision)}
+	}
+	return u, d, nil
+}
+
+// UpdateSpec replaces the object's spec, labels, finalizers and owner
+// references, with doc's revision as the resourceVersion precondition.
+func (s *Store) UpdateSpec(ctx context.Context, doc store.Document) (store.Document, error) {
+	const op = "update spec"
+	kind, key := doc.Meta.Kind, doc.Meta.Key
+	if err := s.checkKind(ctx, op, kind, key, true); err != nil {
+		return store.Document{}, err
+	}
+	if err := store.ValidateMeta(&doc.Meta); err != nil {
+		return store.Document{}, &store.Error{Op: op, Kind: kind, Key: key, Err: err}
+	}
+	spec, err := canonical(doc.Spec)
+	if err != nil {
+		return store.Document{}, &store.Error{Op: op, Kind: kind, Key: key, Err: fmt.Errorf("%w: spec: %w", store.ErrInvalid, err)}
+	}
+	if err := unfenced(ctx, op, kind, key); err != nil {
+		return store.Document{}, err
+	}
+	u, cur, err := s.current(ctx, op, doc)
+	if err != nil {
+		return store.Document{}, err
+	}
+	if cur.Meta.Terminating() {
+		for _, f := range doc.Meta.Finalizers {
+			if !cur.Meta.HasFinalizer(f) {
+				return store.Document{}, &store.Error{Op: op, Kind: kind, Key: key,
+					Err: fmt.Errorf("%w: finalizer %q cannot be added to a terminating document", store.ErrInvalid, f)}
+			}
+		}
+	}
+	if string(spec) == string(cur.Spec) && sameLabels(doc.Meta.Labels, cur.Meta.Labels) &&
+		slices.Equal(doc.Meta.Finalizers, cur.Meta.Finalizers) && slices.Equal(doc.Meta.Owners, cur.Meta.Owners) {
+		return cur, nil
+	}
+	if err := s.setSpec(u, doc); err != nil {
+		return store.Document{}, &store.Error{Op: op, Kind: kind, Key: key, Err: err}
+	}
+	out, err := s.resource(kind).Update(ctx, u, metav1.UpdateOptions{FieldManager: s.cfg.FieldManager})
+	if err != nil {
+		return store.Document{}, s.fail(op, kind, key, err)
+	}
+	return s.stored(op, kind, key, out)
+}
+
+// UpdateStatus replaces the object's status through the status subresource,
+// with doc's revision as the resourceVersion precondition.
+func (s *Store) UpdateStatus(ctx context.Context, doc store.Document) (store.Document, error) {
+	const op = "update status"
+	kind, key := doc.Meta.Kind, doc.Meta.Key
+	if err := s.checkKind(ctx, op, kind, key, true); err != nil {
+		return store.Document{}, err
+	}
+	status, err := canonical(doc.Status)
+	if err != nil {
+		return store.Document{}, &store.Error{Op: op, Kind: kind, Key: key, Err: fmt.Errorf("%w: status: %w", store.ErrInvalid, err)}
+	}
+	if err := unfenced(ctx, op, kind, key); err != nil {
+		return store.Document{}, err
+	}
+	u, cur, err := s.current(ctx, op, doc)
+	if err != nil {
+		return store.Document{}, err
+	}
+	if string(status) == string(cur.Status) {
+		return cur, nil
+	}
+	if err := setPayload(u, "status", status); err != nil {
+		return store.Document{}, &store.Error{Op: op, Kind: kind, Key: key, Err: err}
+	}
+	out, err := s.resource(kind).UpdateStatus(ctx, u, metav1.UpdateOptions{FieldManager: s.cfg.FieldManager})
+	if err != nil {
+		return store.Document{}, s.fail(op, kind, key, err)
+	}
+	return s.stored(op, kind, key, out)
+}
+
+// Delete deletes the object with background propagation; the API server
+// keeps an object with finalizers until they are removed.
+func (s *Store) Delete(ctx context.Context, kind, key string, opts store.DeleteOptions) error {
+	const op = "delete"
+	if err := s.checkKind(ctx, op, kind, key, true); err != nil {
+		return err
+	}
+	if err := unfenced(ctx, op, kind, key); err != nil {
+		return err
+	}
+	_, cur, err := s.get(ctx, op, kind, key)
+	if err != nil {
+		return err
+	}
+	switch {
+	case opts.Revision != 0 && opts.Revision != cur.Meta.Revision:
+		return &store.Error{Op: op, Kind: kind, Key: key,
+			Err: fmt.Errorf("%w: stored revision is %d, not %d", store.ErrConflict, cur.Meta.Revision, opts.Revision)}
+	case opts.UID != "" && opts.UID != cur.Meta.UID:
+		return &store.Error{Op: op, Kind: kind, Key: key,
+			Err: fmt.Errorf("%w: stored UID is %q, not %q", store.ErrConflict, cur.Meta.UID, opts.UID)}
+	case cur.Meta.Terminating():
+		return nil
+	}
+	background := metav1.DeletePropagationBackground
+	del := metav1.DeleteOptions{PropagationPolicy: &background, Preconditions: &metav1.Preconditions{}}
+	if opts.UID != "" {
+		del.Preconditions.UID = ptr(typesUID(opts.UID))
+	}
+	if opts.Revision != 0 {
+		del.Preconditions.ResourceVersion = ptr(formatRevision(opts.Revision))
+	}
+	if err := s.resource(kind).Delete(ctx, ObjectName(key), del); err != nil {
+		return s.fail(op, kind, key, err)
+	}
+	return nil
+}
+
+func ptr[T any](v T) *T { return &v }
