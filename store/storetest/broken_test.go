@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -39,21 +40,31 @@ func (w *droppingWatch) Next(ctx context.Context) (store.Event, error) {
 }
 
 // ignoresRevision writes over whatever is stored, as a backend that forgets
-// the revision precondition would.
+// the revision precondition would: it retries at the stored revision until
+// its write lands, so it never reports a conflict.
 type ignoresRevision struct{ *memory.Store }
 
 func (b ignoresRevision) UpdateSpec(ctx context.Context, d store.Document) (store.Document, error) {
-	if cur, err := b.Get(ctx, d.Meta.Kind, d.Meta.Key); err == nil {
-		d.Meta.Revision = cur.Meta.Revision
-	}
-	return b.Store.UpdateSpec(ctx, d)
+	return b.overwrite(ctx, d, b.Store.UpdateSpec)
 }
 
 func (b ignoresRevision) UpdateStatus(ctx context.Context, d store.Document) (store.Document, error) {
-	if cur, err := b.Get(ctx, d.Meta.Kind, d.Meta.Key); err == nil {
+	return b.overwrite(ctx, d, b.Store.UpdateStatus)
+}
+
+func (b ignoresRevision) overwrite(ctx context.Context, d store.Document,
+	write func(context.Context, store.Document) (store.Document, error)) (store.Document, error) {
+	for {
+		cur, err := b.Get(ctx, d.Meta.Kind, d.Meta.Key)
+		if err != nil {
+			return write(ctx, d)
+		}
 		d.Meta.Revision = cur.Meta.Revision
+		out, err := write(ctx, d)
+		if !errors.Is(err, store.ErrConflict) {
+			return out, err
+		}
 	}
-	return b.Store.UpdateStatus(ctx, d)
 }
 
 // claimsUnfenced says it refuses fenced writes but performs them.
