@@ -25,8 +25,9 @@ const (
 	envAddr = "TEND_WORKSPACE_ADDR_FILE" // where it writes its address once listening
 )
 
-// healthPath answers with the container's name.
-const healthPath = "/.well-known/container"
+// HealthPath is the health check of a container: GET answers with the
+// container's name.
+const HealthPath = "/.well-known/container"
 
 // DefaultStartTimeout bounds how long Start waits for a container to answer
 // when InstancesConfig.StartTimeout is zero.
@@ -117,7 +118,7 @@ func (in *Instances) IsRunning(ctx context.Context, id string) (bool, error) {
 }
 
 func (in *Instances) answers(ctx context.Context, id, addr string) bool {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+healthPath, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+HealthPath, nil)
 	if err != nil {
 		return false
 	}

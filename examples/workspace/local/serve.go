@@ -37,9 +37,32 @@ func serve(name, home, addrFile string) error {
 	if err != nil {
 		return err
 	}
+	srv := &http.Server{Handler: Handler(name, root), ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin) // the parent holds the other end
+		os.Exit(0)
+	}()
+	tmp := addrFile + ".tmp"
+	if err := os.WriteFile(tmp, []byte(ln.Addr().String()), 0o644); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, addrFile); err != nil {
+		return err
+	}
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// Handler serves the home volume root as container name does: GET
+// /.well-known/container answers with name (the health check), GET reads a
+// file, PUT writes one. The Docker backend's container program serves it
+// too.
+func Handler(name string, root *os.Root) http.Handler {
 	files := http.FileServerFS(root.FS())
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+healthPath, func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET "+HealthPath, func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, name)
 	})
 	mux.HandleFunc("PUT /", func(w http.ResponseWriter, r *http.Request) {
@@ -70,20 +93,5 @@ func serve(name, home, addrFile string) error {
 		w.WriteHeader(http.StatusCreated)
 	})
 	mux.Handle("GET /", files)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		_, _ = io.Copy(io.Discard, os.Stdin) // the parent holds the other end
-		os.Exit(0)
-	}()
-	tmp := addrFile + ".tmp"
-	if err := os.WriteFile(tmp, []byte(ln.Addr().String()), 0o644); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, addrFile); err != nil {
-		return err
-	}
-	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return mux
 }

@@ -1,0 +1,271 @@
+package docker_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/moby/moby/client"
+
+	"github.com/tendhq/tend/controller"
+	"github.com/tendhq/tend/examples/workspace/archive"
+	"github.com/tendhq/tend/examples/workspace/docker"
+	"github.com/tendhq/tend/examples/workspace/local"
+)
+
+func put(t *testing.T, addr, path, body string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPut, "http://"+addr+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	http.DefaultClient.CloseIdleConnections()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("PUT %s: %s", path, resp.Status)
+	}
+}
+
+func get(t *testing.T, addr, path string) string {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	http.DefaultClient.CloseIdleConnections()
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s %v", path, resp.Status, err)
+	}
+	return string(b)
+}
+
+func containerID(t *testing.T, cli *client.Client, id string) string {
+	t.Helper()
+	res, err := cli.ContainerInspect(context.Background(), local.ContainerName(id), client.ContainerInspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Container.ID
+}
+
+// TestInstancesIdempotent: no container starts without its volume; Start on
+// a running container is a no-op; the container serves its Docker volume;
+// Start after a crash (SIGKILL, container left behind) removes it and starts
+// a new one; Delete of a missing container is a no-op and keeps the volume.
+func TestInstancesIdempotent(t *testing.T) {
+	ctx := context.Background()
+	cli := engine(t)
+	img := image(t, cli)
+	id := workspaceID()
+	st, in, _ := newBackends(t, cli, id)
+
+	if err := in.Start(ctx, id, img); !errors.Is(err, docker.ErrNoVolume) {
+		t.Fatalf("Start without a volume: %v, want ErrNoVolume", err)
+	}
+	if _, err := cli.ContainerInspect(ctx, local.ContainerName(id), client.ContainerInspectOptions{}); err == nil {
+		t.Fatal("Start without a volume created a container")
+	}
+	if err := st.Provision(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.Start(ctx, id, img); err != nil {
+		t.Fatal(err)
+	}
+	first := containerID(t, cli, id)
+	addr, err := in.Addr(ctx, id)
+	if err != nil || addr == "" {
+		t.Fatalf("Addr = %q, %v", addr, err)
+	}
+	if err := in.Start(ctx, id, img); err != nil {
+		t.Fatal(err)
+	}
+	if again := containerID(t, cli, id); again != first {
+		t.Fatalf("second Start replaced the running container %s by %s", first, again)
+	}
+
+	// Write through the container, read on the host from the volume.
+	put(t, addr, "/docs/hello.txt", "hi")
+	if b, err := os.ReadFile(volumeFile(t, st, id, "docs/hello.txt")); err != nil || string(b) != "hi" {
+		t.Fatalf("file in the volume = %q, %v", b, err)
+	}
+
+	// A crash: the container stays, stopped. Start replaces it.
+	if err := in.Kill(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.Kill(ctx, id); err != nil {
+		t.Fatalf("Kill of a stopped container: %v", err)
+	}
+	if ok, err := in.IsRunning(ctx, id); ok || err != nil {
+		t.Fatalf("IsRunning after a kill = %v, %v", ok, err)
+	}
+	if err := in.Start(ctx, id, img); err != nil {
+		t.Fatal(err)
+	}
+	if containerID(t, cli, id) == first {
+		t.Fatal("Start after a crash kept the dead container")
+	}
+	addr, _ = in.Addr(ctx, id)
+	if got := get(t, addr, "/docs/hello.txt"); got != "hi" {
+		t.Fatalf("after the restart GET = %q", got)
+	}
+
+	for range 2 {
+		if err := in.Delete(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ok, err := in.IsRunning(ctx, id); ok || err != nil {
+		t.Fatalf("IsRunning after Delete = %v, %v", ok, err)
+	}
+	if ok, err := st.VolumeExists(ctx, id); !ok || err != nil {
+		t.Fatalf("Delete lost the volume: %v, %v", ok, err)
+	}
+}
+
+// TestStartUnknownImage: a missing image fails Start without a container
+// left running.
+func TestStartUnknownImage(t *testing.T) {
+	ctx := context.Background()
+	cli := engine(t)
+	id := workspaceID()
+	st, in, _ := newBackends(t, cli, id)
+	if err := st.Provision(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.Start(ctx, id, "tend-workspace:missing"); err == nil {
+		t.Fatal("Start with a missing image succeeded")
+	}
+	if ok, _ := in.IsRunning(ctx, id); ok {
+		t.Fatal("a container runs")
+	}
+}
+
+// TestStorageIdempotent: provision, archive, delete and restore on Docker
+// volumes, each repeated; the restore marker follows the restore; a missing
+// volume cannot be archived.
+func TestStorageIdempotent(t *testing.T) {
+	ctx := context.Background()
+	cli := engine(t)
+	id := workspaceID()
+	st, _, _ := newBackends(t, cli, id)
+
+	if _, err := st.Archive(ctx, id, "op1"); !errors.Is(err, controller.ErrTerminal) || !errors.Is(err, archive.ErrNoSource) {
+		t.Fatalf("Archive of a missing volume: %v, want terminal ErrNoSource", err)
+	}
+	for range 2 {
+		if err := st.Provision(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(volumeFile(t, st, id, "src"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(volumeFile(t, st, id, "src/main.go"), []byte("package main"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Provisioning again keeps the data.
+	if err := st.Provision(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	var key string
+	for range 2 {
+		k, err := st.Archive(ctx, id, "op1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if key != "" && k != key {
+			t.Fatalf("Archive keys differ: %s, %s", key, k)
+		}
+		key = k
+	}
+	if ok, err := st.ArchiveReady(ctx, key); !ok || err != nil {
+		t.Fatalf("ArchiveReady = %v, %v", ok, err)
+	}
+	for range 2 {
+		if err := st.DeleteVolume(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ok, err := st.VolumeExists(ctx, id); ok || err != nil {
+		t.Fatalf("VolumeExists after DeleteVolume = %v, %v", ok, err)
+	}
+
+	if err := st.Provision(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := st.RestoreMarker(ctx, id); m != "" || err != nil {
+		t.Fatalf("marker of a new volume = %q, %v", m, err)
+	}
+	for range 2 {
+		m, err := st.Restore(ctx, id, key)
+		if err != nil || m != key {
+			t.Fatalf("Restore = %q, %v", m, err)
+		}
+	}
+	if m, err := st.RestoreMarker(ctx, id); m != key || err != nil {
+		t.Fatalf("RestoreMarker = %q, %v; want %q", m, err, key)
+	}
+	if b, err := os.ReadFile(volumeFile(t, st, id, "src/main.go")); string(b) != "package main" {
+		t.Fatalf("restored file = %q, %v", b, err)
+	}
+	if _, err := st.Restore(ctx, id, archive.Key(id, "nope")); !errors.Is(err, controller.ErrTerminal) {
+		t.Fatalf("Restore of a missing archive: %v, want terminal", err)
+	}
+	if m, _ := st.RestoreMarker(ctx, id); m != "" {
+		t.Fatalf("a failed restore left the marker %q", m)
+	}
+	for range 2 {
+		if err := st.DeleteVolume(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{local.VolumeName(id), docker.MarkerName(id)} {
+		if _, err := cli.VolumeInspect(ctx, name, client.VolumeInspectOptions{}); err == nil {
+			t.Fatalf("volume %s left behind", name)
+		}
+	}
+}
+
+// TestConfigValidation: constructors refuse incomplete configs.
+func TestConfigValidation(t *testing.T) {
+	cli, err := client.New(client.WithHost("unix:///nonexistent.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	tests := []struct {
+		name string
+		err  func() error
+	}{
+		{"instances without client", func() error { _, err := docker.NewInstances(docker.InstancesConfig{}); return err }},
+		{"instances negative timeout", func() error {
+			_, err := docker.NewInstances(docker.InstancesConfig{Client: cli, StartTimeout: -1})
+			return err
+		}},
+		{"storage without objects", func() error {
+			_, err := docker.NewStorage(docker.StorageConfig{Client: cli, Scratch: t.TempDir()})
+			return err
+		}},
+		{"import of a missing binary", func() error {
+			return docker.ImportImage(context.Background(), cli, "x:y", "/nonexistent/server")
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.err() == nil {
+				t.Fatal("no error")
+			}
+		})
+	}
+}

@@ -1,0 +1,191 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/client"
+
+	"github.com/tendhq/tend/controller"
+	"github.com/tendhq/tend/examples/workspace/archive"
+	"github.com/tendhq/tend/examples/workspace/dataplane"
+	"github.com/tendhq/tend/examples/workspace/local"
+	"github.com/tendhq/tend/examples/workspace/objstore"
+)
+
+// StorageConfig configures [NewStorage].
+type StorageConfig struct {
+	// Client talks to the Docker engine. Required. The engine runs on this
+	// host, and this process may read and write its volumes' mountpoints
+	// (it runs as root, as the engine does).
+	Client *client.Client
+	// Objects is the object storage archives go to. Required.
+	Objects objstore.Store
+	// Scratch is the archive jobs' scratch directory. Required.
+	Scratch string
+	// Limits bound what one restore may extract.
+	Limits archive.Limits
+}
+
+// Storage is the Docker dataplane.StorageProvider: volume ws-{id}-home is a
+// Docker volume of the local driver. Archive and restore run the storage
+// jobs of package archive in-process on the volume's mountpoint on the host.
+//
+// Docker volume labels cannot change after creation, so the restore marker
+// is a volume of its own, ws-{id}-home-restored, created empty after a
+// restore completes with the archive key in its [LabelRestoredFrom] label.
+type Storage struct {
+	cli  *client.Client
+	jobs *archive.Jobs
+}
+
+var _ dataplane.StorageProvider = (*Storage)(nil)
+
+// NewStorage returns the storage of cfg.
+func NewStorage(cfg StorageConfig) (*Storage, error) {
+	if cfg.Client == nil || cfg.Objects == nil || cfg.Scratch == "" {
+		return nil, errors.New("docker: NewStorage needs Client, Objects and Scratch")
+	}
+	jobs, err := archive.New(archive.Config{Objects: cfg.Objects, Scratch: cfg.Scratch, Limits: cfg.Limits})
+	if err != nil {
+		return nil, err
+	}
+	return &Storage{cli: cfg.Client, jobs: jobs}, nil
+}
+
+// MarkerName returns the name of the volume holding workspace id's restore
+// marker: ws-{id}-home-restored. It never equals a home volume's name,
+// which ends in -home.
+func MarkerName(id string) string { return local.VolumeName(id) + "-restored" }
+
+// terminal marks the archive jobs' terminal errors for the controller.
+func terminal(err error) error {
+	if archive.Terminal(err) {
+		return controller.Terminal(err)
+	}
+	return err
+}
+
+// Mountpoint returns the host directory holding workspace id's volume, or
+// "" when the volume does not exist.
+func (s *Storage) Mountpoint(ctx context.Context, id string) (string, error) {
+	res, err := s.cli.VolumeInspect(ctx, local.VolumeName(id), client.VolumeInspectOptions{})
+	if cerrdefs.IsNotFound(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("docker: inspect %s: %w", local.VolumeName(id), err)
+	}
+	return res.Volume.Mountpoint, nil
+}
+
+// Provision implements dataplane.StorageProvider. Creating a volume that
+// exists returns it as it is.
+func (s *Storage) Provision(ctx context.Context, id string) error {
+	if err := archive.ValidateID(id); err != nil {
+		return controller.Terminal(err)
+	}
+	_, err := s.cli.VolumeCreate(ctx, client.VolumeCreateOptions{
+		Name:   local.VolumeName(id),
+		Labels: map[string]string{LabelWorkspace: id},
+	})
+	if err != nil {
+		return fmt.Errorf("docker: provision %s: %w", local.VolumeName(id), err)
+	}
+	return nil
+}
+
+// VolumeExists implements dataplane.StorageProvider.
+func (s *Storage) VolumeExists(ctx context.Context, id string) (bool, error) {
+	mp, err := s.Mountpoint(ctx, id)
+	return mp != "", err
+}
+
+// removeVolume removes volume name; a missing volume is no error. A volume
+// still mounted by a container fails with a conflict, which is retried.
+func (s *Storage) removeVolume(ctx context.Context, name string) error {
+	if _, err := s.cli.VolumeRemove(ctx, name, client.VolumeRemoveOptions{}); err != nil && !cerrdefs.IsNotFound(err) {
+		return fmt.Errorf("docker: delete %s: %w", name, err)
+	}
+	return nil
+}
+
+// DeleteVolume implements dataplane.StorageProvider: the marker first, then
+// the volume.
+func (s *Storage) DeleteVolume(ctx context.Context, id string) error {
+	if err := s.removeVolume(ctx, MarkerName(id)); err != nil {
+		return err
+	}
+	return s.removeVolume(ctx, local.VolumeName(id))
+}
+
+// Archive implements dataplane.StorageProvider with the archive job. A
+// missing volume fails with archive.ErrNoSource, terminal.
+func (s *Storage) Archive(ctx context.Context, id, opID string) (string, error) {
+	if err := errors.Join(archive.ValidateID(id), archive.ValidateID(opID)); err != nil {
+		return "", controller.Terminal(err)
+	}
+	key := archive.Key(id, opID)
+	mp, err := s.Mountpoint(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	if mp == "" {
+		return "", controller.Terminal(fmt.Errorf("%w: volume %s", archive.ErrNoSource, local.VolumeName(id)))
+	}
+	if _, err := s.jobs.Archive(ctx, key, mp); err != nil {
+		return "", terminal(err)
+	}
+	return key, nil
+}
+
+// Restore implements dataplane.StorageProvider with the restore job. The
+// marker volume is removed first and created only once the volume holds the
+// whole archive, so a crash in between leaves no marker and the restore runs
+// again.
+func (s *Storage) Restore(ctx context.Context, id, key string) (string, error) {
+	if err := s.removeVolume(ctx, MarkerName(id)); err != nil {
+		return "", err
+	}
+	mp, err := s.Mountpoint(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	if mp == "" {
+		return "", fmt.Errorf("%w: %s", ErrNoVolume, local.VolumeName(id))
+	}
+	if err := s.jobs.Restore(ctx, key, mp); err != nil {
+		return "", terminal(err)
+	}
+	res, err := s.cli.VolumeCreate(ctx, client.VolumeCreateOptions{
+		Name:   MarkerName(id),
+		Labels: map[string]string{LabelWorkspace: id, LabelRestoredFrom: key},
+	})
+	if err != nil {
+		return "", fmt.Errorf("docker: mark %s: %w", local.VolumeName(id), err)
+	}
+	if got := res.Volume.Labels[LabelRestoredFrom]; got != key { // a concurrent restore won
+		return "", fmt.Errorf("docker: %s marks %q, not %q", MarkerName(id), got, key)
+	}
+	return key, nil
+}
+
+// RestoreMarker implements dataplane.StorageProvider: the label of the
+// marker volume.
+func (s *Storage) RestoreMarker(ctx context.Context, id string) (string, error) {
+	res, err := s.cli.VolumeInspect(ctx, MarkerName(id), client.VolumeInspectOptions{})
+	if cerrdefs.IsNotFound(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("docker: inspect %s: %w", MarkerName(id), err)
+	}
+	return res.Volume.Labels[LabelRestoredFrom], nil
+}
+
+// ArchiveReady implements dataplane.StorageProvider (the HEAD check).
+func (s *Storage) ArchiveReady(ctx context.Context, key string) (bool, error) {
+	return s.jobs.Complete(ctx, key)
+}
