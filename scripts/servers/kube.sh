@@ -59,16 +59,8 @@ kube_build() {
   kube_etcd_bin="${TEND_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tend}/etcd/$kube_etcd_version/etcd"
 }
 
-# kube_free_port prints a TCP port nothing listens on now.
-kube_free_port() {
-  local port used
-  used=$(ss -Htln 2>/dev/null | awk '{print $4}' | sed 's/.*://')
-  while :; do
-    port=$((20000 + RANDOM % 40000))
-    grep -qx "$port" <<<"$used" || break
-  done
-  echo "$port"
-}
+# shellcheck source=../lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
 # kube_wait polls command "$@" for up to 180 s (the machine may be loaded)
 # while the process $2 runs.
@@ -94,8 +86,8 @@ start_kube() {
   token=$(openssl rand -hex 24)
   echo "$token,tend-admin,tend-admin,system:masters" >"$kube_dir/tokens.csv"
 
-  etcd_port=$(kube_free_port)
-  peer_port=$(kube_free_port)
+  etcd_port=$(free_port)
+  peer_port=$(free_port)
   "$kube_etcd_bin" --name tend --data-dir "$kube_dir/etcd" \
     --listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
     --listen-peer-urls "http://127.0.0.1:$peer_port" --initial-advertise-peer-urls "http://127.0.0.1:$peer_port" \
@@ -105,7 +97,7 @@ start_kube() {
   cleanups+=(kube_stop)
   kube_wait etcd "${kube_pids[-1]}" curl -sf "http://127.0.0.1:$etcd_port/health" || { tail -20 "$kube_dir/etcd.log" >&2; return 1; }
 
-  api_port=$(kube_free_port)
+  api_port=$(free_port)
   "$kube_apiserver_bin" --etcd-servers "http://127.0.0.1:$etcd_port" \
     --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
     --cert-dir "$kube_dir/certs" --token-auth-file "$kube_dir/tokens.csv" --authorization-mode RBAC \

@@ -53,16 +53,8 @@ postgres_install() {
   [ -n "$postgres_bin" ] || { echo "PostgreSQL install left no pg_ctl" >&2; return 1; }
 }
 
-# postgres_free_port prints a TCP port nothing listens on now.
-postgres_free_port() {
-  local port used
-  used=$(ss -Htln 2>/dev/null | awk '{print $4}' | sed 's/.*://')
-  while :; do
-    port=$((20000 + RANDOM % 40000))
-    grep -qx "$port" <<<"$used" || break
-  done
-  echo "$port"
-}
+# shellcheck source=../lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
 start_postgres() {
   local port attempt
@@ -76,7 +68,7 @@ start_postgres() {
     --encoding=UTF8 --locale=C >"$postgres_dir/initdb.log" 2>&1 ||
     { cat "$postgres_dir/initdb.log" >&2; return 1; }
   for attempt in 1 2 3 4 5; do
-    port=$(postgres_free_port)
+    port=$(free_port)
     postgres_as tee -a "$postgres_dir/data/postgresql.conf" >/dev/null <<EOF
 listen_addresses = '127.0.0.1'
 port = $port

@@ -36,16 +36,8 @@ s3_install() {
   mv "$tmp/versitygw" "$s3_bin" && rm -rf "$tmp"
 }
 
-# s3_free_port prints a TCP port nothing listens on now.
-s3_free_port() {
-  local port used
-  used=$(ss -Htln 2>/dev/null | awk '{print $4}' | sed 's/.*://')
-  while :; do
-    port=$((20000 + RANDOM % 40000))
-    grep -qx "$port" <<<"$used" || break
-  done
-  echo "$port"
-}
+# shellcheck source=../lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
 # s3_ready waits until the server on port answers HTTP, for up to 30 s, and
 # fails at once if the process is gone.
@@ -67,7 +59,7 @@ start_s3() {
   access="tend$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
   secret=$(od -An -N24 -tx1 /dev/urandom | tr -d ' \n')
   for attempt in 1 2 3 4 5; do
-    port=$(s3_free_port)
+    port=$(free_port)
     ROOT_ACCESS_KEY_ID=$access ROOT_SECRET_ACCESS_KEY=$secret \
       "$s3_bin" --port "127.0.0.1:$port" --region us-east-1 --quiet \
       posix "$s3_dir/data" >"$s3_dir/server.log" 2>&1 &
