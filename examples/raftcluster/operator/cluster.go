@@ -93,8 +93,17 @@ func (r *clusterReconciler) plan(ctx context.Context, c *store.Object[ClusterSpe
 		return nil, nil
 	}
 	p := &Plan{Op: d.Op}
+	// Addresses in use or already given in this plan: a port the system
+	// hands out twice in a row must not go to two members.
+	taken := map[string]bool{}
+	for _, m := range c.Status.Members {
+		taken[m.PeerURL], taken[m.ClientURL] = true, true
+	}
+	for _, d := range docs {
+		taken[d.Spec.PeerURL], taken[d.Spec.ClientURL] = true, true
+	}
 	for _, id := range d.IDs {
-		ref, err := r.ref(c, docs, d.Op, id)
+		ref, err := r.ref(c, docs, d.Op, id, taken)
 		if err != nil {
 			return nil, err
 		}
@@ -114,19 +123,19 @@ func (r *clusterReconciler) plan(ctx context.Context, c *store.Object[ClusterSpe
 	return r.clusters.UpdateStatus(ctx, c)
 }
 
-// ref names member id for a plan: a new member gets fresh loopback ports;
-// a leaving one keeps those it has.
-func (r *clusterReconciler) ref(c *store.Object[ClusterSpec, ClusterStatus], docs map[int]*memberObject, op Op, id int) (MemberRef, error) {
+// ref names member id for a plan: a new member gets fresh loopback ports,
+// none of them in taken (which it extends); a leaving one keeps those it has.
+func (r *clusterReconciler) ref(c *store.Object[ClusterSpec, ClusterStatus], docs map[int]*memberObject, op Op, id int, taken map[string]bool) (MemberRef, error) {
 	if op != Remove {
-		peer, err := freePort()
+		peer, err := freeURL(taken)
 		if err != nil {
 			return MemberRef{}, err
 		}
-		client, err := freePort()
+		client, err := freeURL(taken)
 		if err != nil {
 			return MemberRef{}, err
 		}
-		return MemberRef{ID: id, PeerURL: "http://" + peer, ClientURL: "http://" + client}, nil
+		return MemberRef{ID: id, PeerURL: peer, ClientURL: client}, nil
 	}
 	if i := slices.IndexFunc(c.Status.Members, func(m MemberRef) bool { return m.ID == id }); i >= 0 {
 		return c.Status.Members[i], nil
@@ -271,12 +280,19 @@ func (r *clusterReconciler) ensureMember(ctx context.Context, c *store.Object[Cl
 	return nil
 }
 
-// freePort returns a loopback address whose port was free a moment ago.
-func freePort() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
+// freeURL returns an http URL of a loopback port that was free a moment ago
+// and is not in taken, and adds it to taken.
+func freeURL(taken map[string]bool) (string, error) {
+	for {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return "", err
+		}
+		u := "http://" + l.Addr().String()
+		l.Close()
+		if !taken[u] {
+			taken[u] = true
+			return u, nil
+		}
 	}
-	defer l.Close()
-	return l.Addr().String(), nil
 }
