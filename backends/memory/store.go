@@ -188,10 +188,7 @@ func (s *Store) Kinds() []string { return slices.Clone(s.kindNames) }
 // Get returns a copy of the stored document.
 func (s *Store) Get(ctx context.Context, kindName, key string) (store.Document, error) {
 	const op = "get"
-	if err := ctx.Err(); err != nil {
-		return store.Document{}, err
-	}
-	k, err := s.lookup(op, kindName, key)
+	k, err := s.lookup(ctx, op, kindName, key)
 	if err != nil {
 		return store.Document{}, err
 	}
@@ -299,10 +296,7 @@ func ownedBy(v *version, uid string) bool {
 func (s *Store) Create(ctx context.Context, doc store.Document) (store.Document, error) {
 	const op = "create"
 	m := &doc.Meta
-	if err := ctx.Err(); err != nil {
-		return store.Document{}, err
-	}
-	k, err := s.lookup(op, m.Kind, m.Key)
+	k, err := s.lookup(ctx, op, m.Kind, m.Key)
 	if err != nil {
 		return store.Document{}, err
 	}
@@ -342,10 +336,7 @@ func (s *Store) Create(ctx context.Context, doc store.Document) (store.Document,
 func (s *Store) UpdateSpec(ctx context.Context, doc store.Document) (store.Document, error) {
 	const op = "update spec"
 	m := &doc.Meta
-	if err := ctx.Err(); err != nil {
-		return store.Document{}, err
-	}
-	k, err := s.lookup(op, m.Kind, m.Key)
+	k, err := s.lookup(ctx, op, m.Kind, m.Key)
 	if err != nil {
 		return store.Document{}, err
 	}
@@ -386,10 +377,7 @@ func (s *Store) UpdateSpec(ctx context.Context, doc store.Document) (store.Docum
 func (s *Store) UpdateStatus(ctx context.Context, doc store.Document) (store.Document, error) {
 	const op = "update status"
 	m := &doc.Meta
-	if err := ctx.Err(); err != nil {
-		return store.Document{}, err
-	}
-	k, err := s.lookup(op, m.Kind, m.Key)
+	k, err := s.lookup(ctx, op, m.Kind, m.Key)
 	if err != nil {
 		return store.Document{}, err
 	}
@@ -421,10 +409,7 @@ func (s *Store) UpdateStatus(ctx context.Context, doc store.Document) (store.Doc
 // finalizers.
 func (s *Store) Delete(ctx context.Context, kindName, key string, opts store.DeleteOptions) error {
 	const op = "delete"
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	k, err := s.lookup(op, kindName, key)
+	k, err := s.lookup(ctx, op, kindName, key)
 	if err != nil {
 		return err
 	}
@@ -491,8 +476,11 @@ func (s *Store) kindOf(op, kindName, key string) (*kind, error) {
 	return nil, &store.Error{Op: op, Kind: kindName, Key: key, Err: err}
 }
 
-// lookup returns the named kind after validating key.
-func (s *Store) lookup(op, kindName, key string) (*kind, error) {
+// lookup returns the named kind after checking ctx and validating key.
+func (s *Store) lookup(ctx context.Context, op, kindName, key string) (*kind, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	k, err := s.kindOf(op, kindName, key)
 	if err != nil {
 		return nil, err
