@@ -89,7 +89,9 @@
 // key's lease, stops at once (cancelling the reconcile's context) when it
 // loses it, and every reconcile's context carries the lease's fence
 // (store.WithFence), so the store refuses the writes of a replica that lost
-// its lease. See docs/scale-out.md for the reasoning.
+// its lease. A store that cannot check fences atomically (the Kubernetes
+// backend) needs [ManagerConfig.Unfenced], the stated choice to run without
+// that last guard. See docs/scale-out.md for the reasoning.
 //
 // # Metrics and logs
 //

@@ -9,7 +9,7 @@ import (
 )
 
 // held is a lease this replica holds. Its context carries the lease's fence
-// and ends when the lease is lost: when a renewal fails with
+// (unless the manager runs unfenced) and ends when the lease is lost: when a renewal fails with
 // store.ErrLeaseLost, or when the local deadline passes without a renewal.
 //
 // The local deadline is the start of the last successful acquire or renew
@@ -26,10 +26,11 @@ type held struct {
 	timer    *time.Timer
 }
 
-// hold returns a held lease whose context derives from parent.
+// hold returns a held lease whose context derives from parent, which
+// carries the lease's fence when the manager fences.
 func hold(parent context.Context, l store.Lease, deadline time.Time) *held {
 	h := &held{lease: l, deadline: deadline}
-	h.ctx, h.cancel = context.WithCancelCause(store.WithFence(parent, store.Fence{Lease: l.Name, Token: l.Fence}))
+	h.ctx, h.cancel = context.WithCancelCause(parent)
 	h.mu.Lock()
 	h.timer = time.AfterFunc(time.Until(deadline), h.expire)
 	h.mu.Unlock()

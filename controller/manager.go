@@ -69,8 +69,21 @@ type ManagerConfig struct {
 	// store.Backend the controllers watch. Required unless Mode is Single.
 	// Reconciles of a leased key carry the lease's fence (store.WithFence),
 	// so their writes to a backend that checks fences fail with
-	// store.ErrFenced once the lease has passed to another replica.
+	// store.ErrFenced once the lease has passed to another replica. A fence
+	// is checked against the store's own leases, so fenced writes need the
+	// Leaser to be the store the reconcilers write to.
 	Leaser store.Leaser
+
+	// Unfenced runs the reconciles of leased keys without the lease's fence
+	// on their context. It is for a Leaser that cannot check a fence in the
+	// same atomic step as a write, such as the Kubernetes backend, which
+	// refuses every fenced write: NewManager rejects such a Leaser (one with
+	// a FencingUnsupported() error method) unless Unfenced is set, so running
+	// without fencing is always a stated choice. Leases still keep replicas
+	// apart, and a replica stops its reconciles before its lease can pass to
+	// another; what is lost is the store's refusal of a write that a replica
+	// which just lost its lease still had in flight. Ignored in Single mode.
+	Unfenced bool
 
 	// Identity names this replica as a lease holder. It must be unique among
 	// live replicas. Empty means the host name followed by a random suffix.
@@ -111,6 +124,7 @@ type Manager struct {
 	ttl         time.Duration
 	renew       time.Duration
 	shards      int
+	unfenced    bool
 	log         *zap.Logger // nil when logging is off
 	running     atomic.Bool
 }
@@ -139,6 +153,7 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 		prefix:      cfg.LeasePrefix,
 		ttl:         orDefault(cfg.LeaseDuration, DefaultLeaseDuration),
 		shards:      orDefault(cfg.Shards, DefaultShards),
+		unfenced:    cfg.Unfenced,
 	}
 	m.renew = orDefault(cfg.RenewPeriod, m.ttl/3)
 	switch {
@@ -150,6 +165,10 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 		return nil, fmt.Errorf("%w: LeaseDuration, RenewPeriod and Shards must not be negative", ErrInvalidConfig)
 	case m.renew <= 0 || 2*m.renew >= m.ttl:
 		return nil, fmt.Errorf("%w: RenewPeriod %v must be positive and below LeaseDuration/2 (%v)", ErrInvalidConfig, m.renew, m.ttl/2)
+	}
+	if u, ok := cfg.Leaser.(interface{ FencingUnsupported() error }); ok && cfg.Mode != Single && !cfg.Unfenced {
+		return nil, fmt.Errorf("%w: the Leaser cannot fence writes (%v): set Unfenced to run %v without fencing, or take leases from a store that fences",
+			ErrInvalidConfig, u.FencingUnsupported(), cfg.Mode)
 	}
 	if m.identity == "" {
 		host, _ := os.Hostname()
@@ -214,7 +233,16 @@ func (m *Manager) acquire(ctx, parent context.Context, name string) (*held, erro
 	if err != nil {
 		return nil, err
 	}
-	return hold(parent, l, start.Add(m.ttl-m.renew)), nil
+	return hold(m.fenced(parent, l), l, start.Add(m.ttl-m.renew)), nil
+}
+
+// fenced returns ctx carrying the fence of lease l, or ctx itself when the
+// manager runs unfenced.
+func (m *Manager) fenced(ctx context.Context, l store.Lease) context.Context {
+	if m.unfenced {
+		return ctx
+	}
+	return store.WithFence(ctx, store.Fence{Lease: l.Name, Token: l.Fence})
 }
 
 // keep renews h once; it ends h when the store says the lease is lost.

@@ -28,6 +28,15 @@ type crashable struct {
 
 var errCrashed = errors.New("replica crashed")
 
+// errCannotFence is what a store that cannot check fences answers a fenced
+// write with.
+var errCannotFence = errors.New("fenced writes are not supported")
+
+// cannotFence is a Leaser of a store that cannot check fences atomically.
+type cannotFence struct{ store.Leaser }
+
+func (cannotFence) FencingUnsupported() error { return errCannotFence }
+
 func (c *crashable) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (store.Lease, error) {
 	if c.dead.Load() {
 		return store.Lease{}, errCrashed
@@ -66,6 +75,10 @@ type fleet struct {
 	t      *testing.T
 	s      *memory.Store
 	shards int
+	// unfenced runs the replicas with ManagerConfig.Unfenced over a Leaser
+	// that cannot fence, writing through a store that refuses fenced writes,
+	// as the Kubernetes backend does.
+	unfenced bool
 
 	mu         sync.Mutex        // guards the fields below
 	inflight   map[string]string // key -> replica reconciling it
@@ -75,11 +88,12 @@ type fleet struct {
 	first      map[string]time.Time // per replica: its first reconcile
 }
 
-func newFleet(t *testing.T, docs, shards int) *fleet {
+func newFleet(t *testing.T, docs, shards int, unfenced bool) *fleet {
 	f := &fleet{
 		t:          t,
 		s:          newStore(t, memory.Config{}),
 		shards:     shards,
+		unfenced:   unfenced,
 		inflight:   map[string]string{},
 		reconciles: map[string]int{},
 		first:      map[string]time.Time{},
@@ -109,8 +123,8 @@ func (f *fleet) reconciler(replica string, wantLease func(key string) string, cr
 		if _, ok := f.first[replica]; !ok {
 			f.first[replica] = time.Now()
 		}
-		if fence, ok := store.FenceFrom(ctx); !ok || fence.Lease != wantLease(key) {
-			f.badFences = append(f.badFences, fmt.Sprintf("%s by %s: fence %+v", key, replica, fence))
+		if fence, ok := store.FenceFrom(ctx); ok == f.unfenced || ok && fence.Lease != wantLease(key) {
+			f.badFences = append(f.badFences, fmt.Sprintf("%s by %s: fence %+v (unfenced %v)", key, replica, fence, f.unfenced))
 		}
 		f.mu.Unlock()
 		defer func() {
@@ -140,6 +154,9 @@ func (f *fleet) reconciler(replica string, wantLease func(key string) string, cr
 			return controller.Result{}, nil
 		}
 		d.Status = d.Spec
+		if _, fenced := store.FenceFrom(ctx); fenced && f.unfenced {
+			return controller.Result{}, errCannotFence
+		}
 		_, err = f.s.UpdateStatus(ctx, d)
 		return controller.Result{}, err
 	})
@@ -221,10 +238,15 @@ func (f *fleet) start(id string, mode controller.Mode, wantLease func(string) st
 		f.t.Fatal(err)
 	}
 	r := &replica{leaser: &crashable{Leaser: f.s}, crashed: crashed, done: make(chan error, 1)}
+	var leaser store.Leaser = r.leaser
+	if f.unfenced {
+		leaser = cannotFence{leaser}
+	}
 	m, err := controller.NewManager(controller.ManagerConfig{
 		Controllers:   []*controller.Controller{c},
 		Mode:          mode,
-		Leaser:        r.leaser,
+		Leaser:        leaser,
+		Unfenced:      f.unfenced,
 		Identity:      id,
 		LeaseDuration: 3 * time.Second,
 		RenewPeriod:   time.Second,
@@ -258,11 +280,18 @@ func (r *replica) stop() error {
 // and the check is that no key is ever reconciled by two replicas at once,
 // that each reconcile carries its shard's fence, that the crashed replica's
 // shards move within one lease period and a renew period, and that every
-// widget converges.
+// widget converges. Unfenced, the same holds with no fence on the
+// reconciles' contexts.
 func TestShardedReplicas(t *testing.T) {
+	for _, unfenced := range []bool{false, true} {
+		t.Run(fmt.Sprintf("unfenced=%v", unfenced), func(t *testing.T) { testShardedReplicas(t, unfenced) })
+	}
+}
+
+func testShardedReplicas(t *testing.T, unfenced bool) {
 	synctest.Test(t, func(t *testing.T) {
 		const shards, lease, renew = 12, 3 * time.Second, time.Second
-		f := newFleet(t, 40, shards)
+		f := newFleet(t, 40, shards, unfenced)
 		shardLease := func(key string) string { return "shard/" + strconv.Itoa(controller.ShardOf(key, shards)) }
 
 		var writes sync.WaitGroup
@@ -350,9 +379,15 @@ func TestShardedReplicas(t *testing.T) {
 // reconciles, with the leader lease's fence; when it crashes the other takes
 // over within a lease period and a renew period, never overlapping it.
 func TestLeaderElection(t *testing.T) {
+	for _, unfenced := range []bool{false, true} {
+		t.Run(fmt.Sprintf("unfenced=%v", unfenced), func(t *testing.T) { testLeaderElection(t, unfenced) })
+	}
+}
+
+func testLeaderElection(t *testing.T, unfenced bool) {
 	synctest.Test(t, func(t *testing.T) {
 		const lease, renew = 3 * time.Second, time.Second
-		f := newFleet(t, 10, 0)
+		f := newFleet(t, 10, 0, unfenced)
 		leader := func(string) string { return "leader" }
 		a := f.start("a", controller.LeaderElection, leader)
 		time.Sleep(time.Second)
@@ -545,6 +580,10 @@ func TestNewManagerValidates(t *testing.T) {
 		{"renew too slow", controller.ManagerConfig{Controllers: cs, Mode: controller.Sharded, Leaser: s,
 			LeaseDuration: 10 * time.Second, RenewPeriod: 5 * time.Second}, false},
 		{"negative shards", controller.ManagerConfig{Controllers: cs, Mode: controller.Sharded, Leaser: s, Shards: -1}, false},
+		{"leaser cannot fence", controller.ManagerConfig{Controllers: cs, Mode: controller.Sharded, Leaser: cannotFence{s}}, false},
+		{"leaser cannot fence, unfenced", controller.ManagerConfig{Controllers: cs, Mode: controller.LeaderElection,
+			Leaser: cannotFence{s}, Unfenced: true}, true},
+		{"single with a leaser that cannot fence", controller.ManagerConfig{Controllers: cs, Leaser: cannotFence{s}}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

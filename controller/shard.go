@@ -88,8 +88,7 @@ func (s *sharder) admit(parent context.Context, key string) (context.Context, fu
 	}
 	sh.inflight++
 	s.mu.Unlock()
-	l := sh.h.current()
-	ctx, cancel := context.WithCancelCause(store.WithFence(parent, store.Fence{Lease: l.Name, Token: l.Fence}))
+	ctx, cancel := context.WithCancelCause(s.m.fenced(parent, sh.h.current()))
 	stop := context.AfterFunc(sh.work, func() { cancel(context.Cause(sh.work)) })
 	return ctx, func() {
 		stop()
