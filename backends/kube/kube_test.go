@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/tendhq/tend/backends/kube"
+	"github.com/tendhq/tend/controller/controllertest"
 	"github.com/tendhq/tend/store"
 	"github.com/tendhq/tend/store/storetest"
 )
@@ -32,6 +33,7 @@ import (
 func TestMain(m *testing.M) {
 	// client-go keeps one cached HTTP/2 connection per API server for the
 	// life of the process.
+	controllertest.ReplicaMain(failover) // in a failover replica process: run it and exit
 	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("golang.org/x/net/http2.(*ClientConn).readLoop"))
 }
 
@@ -61,6 +63,23 @@ var namespaces atomic.Int64
 func newStore(t *testing.T, kinds ...string) *kube.Store {
 	t.Helper()
 	cfg := restConfig(t)
+	ns := storeNamespace(t, cfg)
+	s, err := kube.New(kube.Config{REST: cfg, Kinds: kinds, Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if err := s.Install(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// storeNamespace creates a namespace for a store of the test's own and
+// returns its name.
+func storeNamespace(t *testing.T, cfg *rest.Config) string {
+	t.Helper()
 	ns := fmt.Sprintf("tend-test-%d-%d", time.Now().UnixNano()%1e9, namespaces.Add(1))
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
@@ -78,16 +97,7 @@ func newStore(t *testing.T, kinds ...string) *kube.Store {
 		// the test server is thrown away after the run.
 		_ = namespaces.Delete(context.Background(), ns, metav1.DeleteOptions{})
 	})
-	s, err := kube.New(kube.Config{REST: cfg, Kinds: kinds, Namespace: ns})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	if err := s.Install(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return ns
 }
 
 func TestConformance(t *testing.T) {

@@ -17,6 +17,9 @@
 //   - each key's statuses were written under non-decreasing fences
 //     ([store.FenceFrom]), judged from the backend's watch history.
 //
+// A backend that cannot fence (see [FailoverConfig].Unfenced) is checked
+// for everything but the fences.
+//
 // # Replica processes
 //
 // The replicas are the test binary itself, started again by [Failover]. The
