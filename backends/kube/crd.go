@@ -105,16 +105,8 @@ func (s *Store) served(ctx context.Context, name, kind string) error {
 	if err != nil {
 		return err
 	}
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	established := false
-	for _, c := range conds {
-		m, _ := c.(map[string]any)
-		if m["type"] == "Established" && m["status"] == "True" {
-			established = true
-		}
-	}
-	if !established {
-		return errors.New("not established yet")
+	if ok, why := ConditionTrue(u, "Established"); !ok {
+		return errors.New(why)
 	}
 	_, err = s.resource(kind).List(ctx, metav1.ListOptions{Limit: 1})
 	return err

@@ -1,7 +1,8 @@
 // Package kube is a [store.Backend] on the Kubernetes API: each document is
 // a custom resource, each lease a coordination.k8s.io Lease. Controllers
 // built on tend then keep their state in a cluster, where kubectl, RBAC,
-// audit logs and the garbage collector see it.
+// audit logs and the garbage collector see it. Its [Client] acts on the
+// objects such controllers manage.
 //
 //	s, err := kube.New(kube.Config{REST: restConfig, Kinds: []string{"ApiGateway"}, Namespace: "gateways"})
 //	if err != nil { ... }
@@ -88,6 +89,33 @@
 // sharding their exclusion; what is lost is the guarantee that a process
 // which lost its lease a moment ago cannot write once more.
 //
+// # Acting on other objects
+//
+// A controller whose documents live anywhere acts on Kubernetes objects of
+// any kind through a [Client] ([NewClient]): [Client.Apply] creates or
+// updates typed or unstructured objects (Deployments, Services, ConfigMaps,
+// Namespaces, custom resources) with server-side apply under the client's
+// field manager, [SetOwner] gives them owner references so the garbage
+// collector follows, [Client.Delete] deletes idempotently with background
+// or foreground propagation and reports an object that is still
+// Terminating, and [DeploymentAvailable] and [ConditionTrue] judge
+// readiness from status. [NewFinalizerObject] makes any object a
+// [finalizer.Object], so [finalizer.Ensure] guards Kubernetes objects as it
+// guards documents: every finalizer write carries the resourceVersion and
+// uid last read as preconditions, and Conflict and NotFound come back as
+// [store.ErrConflict] and [store.ErrNotFound].
+//
+// Each call is one request to the API server (Delete also reads the object
+// after), so an object is applied whole or not at all. Failures name the
+// operation and the object and match a sentinel with errors.Is:
+// [ErrUnavailable] (no API server at the address, or it cannot serve now:
+// retry), [ErrNotInstalled] (no definition serves the kind: install it),
+// [ErrForbidden] (RBAC refused: the error names the verbs and resource to
+// grant), [ErrFieldConflict] (another field manager owns a field: leave it
+// out, or set [ClientConfig.Force]), [ErrTerminating] (the namespace is
+// being deleted), [store.ErrNotFound], [store.ErrConflict] and
+// [store.ErrInvalid].
+//
 // # Permissions and errors
 //
 // The store's identity needs get, list, watch, create, update and delete on
@@ -96,6 +124,6 @@
 // are [*store.Error] values naming the document, whose cause matches the
 // store's sentinels: NotFound is [store.ErrNotFound], AlreadyExists
 // [store.ErrAlreadyExists], Conflict [store.ErrConflict], Invalid
-// [store.ErrInvalid], Gone [store.ErrCompacted]; a forbidden request says
-// which rights to grant.
+// [store.ErrInvalid], Gone [store.ErrCompacted]; a forbidden request
+// matches [ErrForbidden] and says which rights to grant.
 package kube

@@ -11,7 +11,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/tendhq/tend/examples/gateway/infra"
 	"github.com/tendhq/tend/examples/gateway/platform"
 	sm "github.com/tendhq/tend/statemachine"
 	"github.com/tendhq/tend/store"
@@ -21,7 +20,7 @@ import (
 // Phase and the step in flight, with what each still owns.
 type display struct {
 	p     *platform.Platform
-	sim   *infra.Sim
+	w     *world
 	gm    *sm.Machine[platform.GatewayState, platform.GatewayPhase]
 	out   io.Writer
 	tty   bool
@@ -95,13 +94,21 @@ func (d *display) table(ctx context.Context, out io.Writer) error {
 	for _, dm := range domains {
 		domainOf[dm.Spec.Gateway] = dm
 	}
+	resources, err := d.w.resources(ctx)
+	if err != nil {
+		return err
+	}
 	owned := map[string]int{}
-	for _, r := range d.sim.Resources() {
+	for _, r := range resources {
 		owned[r.Labels[platform.LabelGateway]]++
 	}
-	stats, sims := d.p.Stats(), d.sim.Stats()
-	fmt.Fprintf(out, "tend gateway demo  %.1fs  steps run %d, retried %d  infra calls %d, injected failures %d\n\n",
-		time.Since(d.start).Seconds(), stats.Steps, stats.Retried, sims.Calls, sims.Failures)
+	stats, sims := d.p.Stats(), d.w.sim.Stats()
+	simulated := "infra"
+	if d.w.kube != nil {
+		simulated = "database" // the cluster is real
+	}
+	fmt.Fprintf(out, "tend gateway demo  %.1fs  steps run %d, retried %d  %s calls %d, injected failures %d\n\n",
+		time.Since(d.start).Seconds(), stats.Steps, stats.Retried, simulated, sims.Calls, sims.Failures)
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "GATEWAY\tSTATE\tPHASE\tSTEP\tDOMAIN\tRESOURCES\tLAST ERROR")
 	for _, gw := range gws {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"io"
+	"os"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -10,7 +11,11 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	// client-go keeps one cached HTTP/2 connection per API server for the
+	// life of the process.
+	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("golang.org/x/net/http2.(*ClientConn).readLoop"))
+}
 
 // TestScenario plays the demo's scenario under fake time with failures
 // injected, for several seeds and sizes, and requires it to converge with
@@ -51,5 +56,41 @@ func TestScenario(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// TestScenarioKube plays the demo's scenario on the test cluster that
+// scripts/servers/kube.sh starts (API server, controller manager,
+// scheduler, kwok's nodes), with failures injected into the simulated
+// databases, then deletes every gateway; it checks the ordering rules on the
+// API server's audit log, and that nothing is left in the cluster.
+func TestScenarioKube(t *testing.T) {
+	kubeconfig, audit := os.Getenv("TEND_KUBECONFIG"), os.Getenv("TEND_KUBE_AUDIT_LOG")
+	if kubeconfig == "" || audit == "" {
+		msg := "TEND_KUBECONFIG or TEND_KUBE_AUDIT_LOG is not set: run `make test` (or source scripts/servers/kube.sh) to start a Kubernetes cluster"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	opts := options{Gateways: 6, FailureRate: 0.2, Seed: 5, Timeout: 5 * time.Minute, Kubeconfig: kubeconfig, AuditLog: audit}
+	rep, err := run(t.Context(), opts, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range rep.Violations {
+		t.Error(v)
+	}
+	if !rep.Converged || rep.Removed != opts.Gateways || rep.Documents != 0 {
+		t.Fatalf("converged %v, removed %d, documents left %d: %+v", rep.Converged, rep.Removed, rep.Documents, rep)
+	}
+	// Six gateways, each with its namespace, ConfigMap, Deployment,
+	// Service, routes, plugin config and TLS, created and removed, and two
+	// restarts: far more operations than that.
+	if rep.OrderUnchecked || rep.OrderOps < 6*2*10 {
+		t.Fatalf("ordering rules checked on %d operations (unchecked %v)", rep.OrderOps, rep.OrderUnchecked)
+	}
+	if rep.Injected == 0 {
+		t.Errorf("no failure injected into the databases: %+v", rep)
 	}
 }

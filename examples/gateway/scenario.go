@@ -12,7 +12,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tendhq/tend/backends/memory"
-	"github.com/tendhq/tend/examples/gateway/infra"
 	"github.com/tendhq/tend/examples/gateway/platform"
 	sm "github.com/tendhq/tend/statemachine"
 	"github.com/tendhq/tend/store"
@@ -29,20 +28,29 @@ type options struct {
 	Refresh     time.Duration // how often the table is drawn; zero draws only at the end
 	TTY         bool          // redraw the table in place
 	Registerer  prometheus.Registerer
+	// Kubeconfig, when set, runs the cluster on the Kubernetes cluster it
+	// names instead of the simulation; the databases stay simulated. Every
+	// gateway is deleted at the end, so that the run leaves nothing behind.
+	Kubeconfig string
+	// AuditLog is the cluster's audit log, on which the ordering rules are
+	// checked; without it they are not checked on a cluster.
+	AuditLog string
 }
 
 // report is what a scenario run ends with.
 type report struct {
-	Settled    int           // documents settled at the end (gateways and runtime domains)
-	Removed    int           // gateways removed by their cascade
-	Documents  int           // documents left in the store
-	Steps      int64         // step runs
-	Retried    int64         // failed step runs, each retried
-	Injected   int           // failures the simulated infrastructure injected
-	Writes     int64         // store writes
-	Elapsed    time.Duration // from the first create to convergence
-	Violations []error       // broken invariants
-	Converged  bool
+	Settled        int           // documents settled at the end (gateways and runtime domains)
+	Removed        int           // gateways removed by their cascade
+	Documents      int           // documents left in the store
+	Steps          int64         // step runs
+	Retried        int64         // failed step runs, each retried
+	Injected       int           // failures the simulated infrastructure injected
+	Writes         int64         // store writes
+	Elapsed        time.Duration // from the first create to convergence
+	Violations     []error       // broken invariants
+	Converged      bool
+	OrderOps       int  // operations the ordering rules were checked on
+	OrderUnchecked bool // the ordering rules could not be checked (a cluster without an audit log)
 }
 
 // intents says what the script asks of each gateway: index 1 is stopped,
@@ -64,10 +72,8 @@ func intents(n int) []platform.GatewayState {
 	return out
 }
 
-func gatewayID(i int) string { return fmt.Sprintf("gw-%02d", i+1) }
-
-// run plays the scenario on the embedded default (memory store, simulated
-// infrastructure) and draws its progress to out.
+// run plays the scenario on the memory store and the world opts ask for (the
+// simulated infrastructure by default) and draws its progress to out.
 func run(ctx context.Context, opts options, out io.Writer) (report, error) {
 	if opts.Gateways < 1 {
 		return report{}, fmt.Errorf("need at least one gateway, not %d", opts.Gateways)
@@ -76,13 +82,18 @@ func run(ctx context.Context, opts options, out io.Writer) (report, error) {
 	if err != nil {
 		return report{}, err
 	}
-	sim, err := infra.NewSim(infra.SimConfig{ReadyDelay: opts.Delay, DeleteDelay: opts.Delay,
-		Latency: opts.Latency, FailureRate: opts.FailureRate, Seed: opts.Seed})
+	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	defer cancel()
+	w, err := newWorld(ctx, opts)
 	if err != nil {
 		return report{}, err
 	}
-	p, err := platform.New(platform.Config{Store: st, Cluster: sim, Databases: sim,
-		Poll: min(max(opts.Delay/4, 5*time.Millisecond), 50*time.Millisecond), MetricsRegisterer: opts.Registerer})
+	poll := min(max(opts.Delay/4, 5*time.Millisecond), 50*time.Millisecond)
+	if w.kube != nil {
+		poll = 100 * time.Millisecond // each look is a request to the API server
+	}
+	p, err := platform.New(platform.Config{Store: st, Cluster: w.cluster, Databases: w.sim,
+		Poll: poll, MetricsRegisterer: opts.Registerer})
 	if err != nil {
 		return report{}, err
 	}
@@ -100,53 +111,71 @@ func run(ctx context.Context, opts options, out io.Writer) (report, error) {
 		return report{}, err
 	}
 
-	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
-	defer cancel()
 	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	var runErr error
 	wg.Go(func() { runErr = p.Run(runCtx) })
-	inv := &invariants{p: p, sim: sim}
+	inv := &invariants{p: p, w: w}
 	wg.Go(func() { inv.watch(runCtx, p.Collections().Gateways) })
-	d := &display{p: p, sim: sim, gm: gm, out: out, tty: opts.TTY, start: time.Now()}
+	d := &display{p: p, w: w, gm: gm, out: out, tty: opts.TTY, start: time.Now()}
 	if opts.Refresh > 0 {
 		wg.Go(func() { d.loop(runCtx, opts.Refresh) })
 	}
 
-	rep, err := script(ctx, p, gm, dm, d, opts.Gateways)
+	teardown := w.kube != nil
+	rep, err := script(ctx, p, w, gm, dm, d, opts.Gateways, teardown)
 	stop()
 	wg.Wait()
 	d.draw(context.Background(), "final")
 	rep.Elapsed = time.Since(d.start)
 	stats := p.Stats()
-	rep.Steps, rep.Retried, rep.Injected = stats.Steps, stats.Retried, sim.Stats().Failures
+	rep.Steps, rep.Retried, rep.Injected = stats.Steps, stats.Retried, w.sim.Stats().Failures
 	rep.Writes = revision(st)
 	rep.Documents = countDocuments(st)
 	rep.Violations = append(rep.Violations, inv.errors()...)
-	if err := platform.CheckOrder(sim.Ops()); err != nil {
-		rep.Violations = append(rep.Violations, err)
+	// After the run: its context may be over.
+	after, cancelAfter := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancelAfter()
+	switch ops, ok, opsErr := w.ops(after, opts.Gateways); {
+	case opsErr != nil:
+		return rep, errors.Join(err, runErr, opsErr)
+	case !ok:
+		rep.OrderUnchecked = true
+	default:
+		rep.OrderOps = len(ops)
+		if err := platform.CheckOrder(ops); err != nil {
+			rep.Violations = append(rep.Violations, err)
+		}
 	}
-	for i, want := range intents(opts.Gateways) {
-		if want != platform.Deleted || !rep.Converged {
-			continue
+	if rep.Converged {
+		resources, resErr := w.resources(after)
+		if resErr != nil {
+			return rep, errors.Join(err, runErr, resErr)
 		}
-		left, err := p.Leftovers(context.Background(), gatewayID(i), sim.Resources(), sim.DatabaseNames())
-		if err != nil {
-			return rep, err
-		}
-		if len(left) > 0 {
-			rep.Violations = append(rep.Violations, fmt.Errorf("%s was deleted but %v remain", gatewayID(i), left))
+		for i, want := range intents(opts.Gateways) {
+			if want != platform.Deleted && !teardown {
+				continue
+			}
+			left, err := p.Leftovers(after, w.gatewayID(i), resources, w.sim.DatabaseNames())
+			if err != nil {
+				return rep, err
+			}
+			if len(left) > 0 {
+				rep.Violations = append(rep.Violations, fmt.Errorf("%s was deleted but %v remain", w.gatewayID(i), left))
+			}
 		}
 	}
 	return rep, errors.Join(err, runErr)
 }
 
 // script creates the gateways, starts them, stops one, restarts one and
-// deletes two, then waits until every document has settled.
-func script(ctx context.Context, p *platform.Platform, gm *sm.Machine[platform.GatewayState, platform.GatewayPhase],
-	dm *sm.Machine[platform.DomainState, platform.DomainPhase], d *display, n int) (report, error) {
+// deletes two, then waits until every document has settled; with teardown
+// it then deletes every gateway and waits until all are gone.
+func script(ctx context.Context, p *platform.Platform, w *world, gm *sm.Machine[platform.GatewayState, platform.GatewayPhase],
+	dm *sm.Machine[platform.DomainState, platform.DomainPhase], d *display, n int, teardown bool) (report, error) {
 	var rep report
 	want := intents(n)
+	gatewayID := w.gatewayID
 	gws := make([]*platform.Gateway, n)
 	for i := range n {
 		spec := platform.GatewaySpec{State: platform.Running, Image: "imprun/runtime:1.4"}
@@ -170,7 +199,7 @@ func script(ctx context.Context, p *platform.Platform, gm *sm.Machine[platform.G
 	d.say("created %d gateways, each with 2 cloud functions and a cron trigger", n)
 
 	all := func(platform.GatewayState) platform.GatewayState { return platform.Running }
-	if err := converge(ctx, p, gm, dm, n, all); err != nil {
+	if err := converge(ctx, p, w, gm, dm, n, all); err != nil {
 		return rep, fmt.Errorf("starting the gateways: %w", err)
 	}
 	for _, gw := range gws {
@@ -197,7 +226,7 @@ func script(ctx context.Context, p *platform.Platform, gm *sm.Machine[platform.G
 			return rep, err
 		}
 	}
-	if err := converge(ctx, p, gm, dm, n, func(platform.GatewayState) platform.GatewayState { return "" }); err != nil {
+	if err := converge(ctx, p, w, gm, dm, n, func(platform.GatewayState) platform.GatewayState { return "" }); err != nil {
 		return rep, fmt.Errorf("converging: %w", err)
 	}
 	d.say("converged")
@@ -207,6 +236,22 @@ func script(ctx context.Context, p *platform.Platform, gm *sm.Machine[platform.G
 		}
 	}
 	rep.Settled, _ = settledCount(ctx, p, gm, dm)
+	if teardown {
+		for i, s := range want {
+			if s == platform.Deleted {
+				continue
+			}
+			if _, err := p.SetGatewayState(ctx, gatewayID(i), platform.Deleted); err != nil {
+				return rep, err
+			}
+			rep.Removed++
+		}
+		d.say("teardown: State = Deleted for every gateway left")
+		if err := converge(ctx, p, w, gm, dm, n, func(platform.GatewayState) platform.GatewayState { return platform.Deleted }); err != nil {
+			return rep, fmt.Errorf("tearing down: %w", err)
+		}
+		d.say("every gateway removed")
+	}
 	rep.Converged = true
 	return rep, nil
 }
@@ -243,12 +288,12 @@ func refuseWhileDeleting(ctx context.Context, p *platform.Platform, id string, d
 // converge waits until every gateway i has settled: in its intent, or in
 // override(intent) when that is not empty; a Deleted gateway must be gone.
 // Runtime domains must have settled too.
-func converge(ctx context.Context, p *platform.Platform, gm *sm.Machine[platform.GatewayState, platform.GatewayPhase],
+func converge(ctx context.Context, p *platform.Platform, w *world, gm *sm.Machine[platform.GatewayState, platform.GatewayPhase],
 	dm *sm.Machine[platform.DomainState, platform.DomainPhase], n int, override func(platform.GatewayState) platform.GatewayState) error {
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		done, err := converged(ctx, p, gm, dm, n, override)
+		done, err := converged(ctx, p, w, gm, dm, n, override)
 		if err != nil || done {
 			return err
 		}
@@ -260,11 +305,11 @@ func converge(ctx context.Context, p *platform.Platform, gm *sm.Machine[platform
 	}
 }
 
-func converged(ctx context.Context, p *platform.Platform, gm *sm.Machine[platform.GatewayState, platform.GatewayPhase],
+func converged(ctx context.Context, p *platform.Platform, w *world, gm *sm.Machine[platform.GatewayState, platform.GatewayPhase],
 	dm *sm.Machine[platform.DomainState, platform.DomainPhase], n int, override func(platform.GatewayState) platform.GatewayState) (bool, error) {
 	docs := p.Collections()
 	for i := range n {
-		gw, err := docs.Gateways.Get(ctx, gatewayID(i))
+		gw, err := docs.Gateways.Get(ctx, w.gatewayID(i))
 		if errors.Is(err, store.ErrNotFound) {
 			continue // removed: its cascade finished
 		}
@@ -330,8 +375,8 @@ func settledCount(ctx context.Context, p *platform.Platform, gm *sm.Machine[plat
 // shows another phase but Deleted, and nothing it owned remains when its
 // document is removed.
 type invariants struct {
-	p   *platform.Platform
-	sim *infra.Sim
+	p *platform.Platform
+	w *world
 
 	mu         sync.Mutex // guards violations
 	violations []error
@@ -367,7 +412,11 @@ func (v *invariants) watch(ctx context.Context, c *store.Collection[platform.Gat
 		}
 		key, ph := e.Object.Key, e.Object.Status.Phase
 		if e.Type == store.Deleted {
-			left, err := v.p.Leftovers(ctx, key, v.sim.Resources(), v.sim.DatabaseNames())
+			resources, err := v.w.resources(ctx)
+			var left []string
+			if err == nil {
+				left, err = v.p.Leftovers(ctx, key, resources, v.w.sim.DatabaseNames())
+			}
 			switch {
 			case err != nil && ctx.Err() == nil:
 				v.fail(err)

@@ -30,6 +30,17 @@
 // the Deployment gone before the database). Time is read from the time package,
 // so under testing/synctest the delays are fake and instant.
 //
+// # Kubernetes
+//
+// [Kube] implements [Cluster] on a Kubernetes cluster: each resource is a
+// real object (a Deployment of one replica, a Service, the APISIX and
+// cert-manager custom resources…), applied with server-side apply, read
+// with its readiness as the cluster reports it, and deleted with foreground
+// propagation for a Deployment, so that Terminating lasts until its pods are
+// gone. [Kube.AuditOps] reads the API server's audit log into the same [Op]
+// log Sim keeps, so the platform's ordering rules are checked on the
+// cluster's own records.
+//
 // # PostgreSQL
 //
 // [Postgres] implements [Databases] on a real PostgreSQL server: a gateway's

@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
+	"os"
+
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/tendhq/tend/examples/gateway/infra"
 )
@@ -36,4 +40,43 @@ func ExampleSim() {
 	// #2 apply Deployment acme/acme
 	// #3 delete Deployment acme/acme
 	// #4 gone Deployment acme/acme
+}
+
+// The platform's resources on a Kubernetes cluster: the custom resources'
+// definitions first, then the same calls as on the simulation. It needs a
+// cluster, so it is only compiled.
+func ExampleKube() {
+	ctx := context.Background()
+	cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv("KUBECONFIG"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	cfg.QPS, cfg.Burst = 100, 200
+	k, err := infra.NewKube(infra.KubeConfig{REST: cfg})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := k.Install(ctx); err != nil {
+		log.Fatal(err)
+	}
+	_ = k.Apply(ctx, infra.Resource{Ref: infra.Ref{Kind: infra.Namespace, Name: "acme"}})
+	dep := infra.Resource{Ref: infra.Ref{Kind: infra.Deployment, Namespace: "acme", Name: "acme"},
+		Data: map[string]string{"image": "example.com/runtime:1.4"}}
+	if err := k.Apply(ctx, dep); err != nil {
+		log.Fatal(err)
+	}
+	o, err := k.Get(ctx, dep.Ref)
+	fmt.Println(o.Ready, o.Terminating, err)
+}
+
+// The definitions Install applies where a cluster lacks them.
+func ExampleCustomResourceDefinitions() {
+	for _, crd := range infra.CustomResourceDefinitions() {
+		fmt.Println(crd.GetName())
+	}
+	// Output:
+	// apisixpluginconfigs.apisix.apache.org
+	// apisixroutes.apisix.apache.org
+	// apisixtlses.apisix.apache.org
+	// certificates.cert-manager.io
 }
