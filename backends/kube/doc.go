@@ -87,7 +87,10 @@
 // [ErrFencingUnsupported] and says so through [Store.FencingUnsupported]
 // (the capability storetest.Unfenced). Leases still give leader election and
 // sharding their exclusion; what is lost is the guarantee that a process
-// which lost its lease a moment ago cannot write once more.
+// which lost its lease a moment ago cannot write once more. A controller
+// Manager on this store states that choice with ManagerConfig.Unfenced
+// (package github.com/tendhq/tend/controller), without which it refuses
+// the store as its Leaser.
 //
 // # Acting on other objects
 //
