@@ -34,6 +34,7 @@ var imports = map[string]string{
 	"prometheus":   "github.com/prometheus/client_golang/prometheus",
 	"rapid":        "pgregory.net/rapid",
 	"clientv3":     "go.etcd.io/etcd/client/v3",
+	"rest":         "k8s.io/client-go/rest",
 	"cascade":      "github.com/tendhq/tend/cascade",
 	"controller":   "github.com/tendhq/tend/controller",
 	"expectations": "github.com/tendhq/tend/expectations",
@@ -46,6 +47,7 @@ var imports = map[string]string{
 	"memory":       "github.com/tendhq/tend/backends/memory",
 	"etcd":         "github.com/tendhq/tend/backends/etcd",
 	"postgres":     "github.com/tendhq/tend/backends/postgres",
+	"kube":         "github.com/tendhq/tend/backends/kube",
 }
 
 // A program is a package built from a page's blocks.
