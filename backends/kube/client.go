@@ -39,8 +39,9 @@ type ClientConfig struct {
 
 // Client acts on Kubernetes objects of any kind, built-in or custom: it
 // applies them with server-side apply ([Client.Apply]), deletes them
-// ([Client.Delete]), reads and lists them, and persists finalizer changes
-// ([NewFinalizerObject]). Objects are [unstructured.Unstructured]; Apply also
+// ([Client.Delete]), reads and lists them, persists finalizer changes
+// ([NewFinalizerObject]) and installs CustomResourceDefinitions
+// ([Client.InstallDefinitions]). Objects are [unstructured.Unstructured]; Apply also
 // takes typed objects such as *appsv1.Deployment. Create it with
 // [NewClient]. It is safe for concurrent use.
 //

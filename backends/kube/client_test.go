@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 
@@ -75,17 +76,16 @@ func configMap(ns, name string, data map[string]any) *unstructured.Unstructured 
 	}}
 }
 
-// installWidgets applies the definition of the Widget custom resource in
-// group with c and waits until the API server serves it.
+// installWidgets installs the definition of the Widget custom resource in
+// group at v1 with c and waits until the API server serves it.
 func installWidgets(t *testing.T, c *kube.Client, group string) {
 	t.Helper()
-	if _, err := c.Apply(t.Context(), kube.CustomResourceDefinition(group, "Widget")); err != nil {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	def := kube.CustomResourceDefinition(schema.GroupVersionKind{Group: group, Version: "v1", Kind: "Widget"})
+	if err := c.InstallDefinitions(ctx, []*unstructured.Unstructured{def}, kube.InstallOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "Widget served", func() (bool, string) {
-		_, err := c.List(t.Context(), group+"/v1", "Widget", kube.ListOptions{})
-		return err == nil, fmt.Sprint(err)
-	})
 }
 
 // waitFor polls cond for up to a minute.

@@ -101,15 +101,19 @@
 // field manager, [SetOwner] gives them owner references so the garbage
 // collector follows, [Client.Delete] deletes idempotently with background
 // or foreground propagation and reports an object that is still
-// Terminating, and [DeploymentAvailable] and [ConditionTrue] judge
-// readiness from status. [NewFinalizerObject] makes any object a
+// Terminating, [DeploymentAvailable] and [ConditionTrue] judge readiness
+// from status, and [Client.InstallDefinitions] installs
+// CustomResourceDefinitions (the store's, or minimal ones of another
+// project's custom resources, left alone where they exist) and waits until
+// they are served. [NewFinalizerObject] makes any object a
 // [finalizer.Object], so [finalizer.Ensure] guards Kubernetes objects as it
 // guards documents: every finalizer write carries the resourceVersion and
 // uid last read as preconditions, and Conflict and NotFound come back as
 // [store.ErrConflict] and [store.ErrNotFound].
 //
 // Each call is one request to the API server (Delete also reads the object
-// after), so an object is applied whole or not at all. Failures name the
+// after; InstallDefinitions writes each definition and then polls), so an
+// object is applied whole or not at all. Failures name the
 // operation and the object and match a sentinel with errors.Is:
 // [ErrUnavailable] (no API server at the address, or it cannot serve now:
 // retry), [ErrNotInstalled] (no definition serves the kind: install it),

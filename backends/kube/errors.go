@@ -103,6 +103,7 @@ func (c *Client) fail(op string, ref Ref, gvr schema.GroupVersionResource, err e
 // verbs are the RBAC verbs each operation of a Client needs.
 var verbs = map[string]string{
 	"apply":          "get, create and patch",
+	"create":         "create",
 	"delete":         "get and delete",
 	"get":            "get",
 	"list":           "list",

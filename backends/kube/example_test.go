@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/tendhq/tend/backends/kube"
@@ -28,12 +29,40 @@ func ExampleObjectName() {
 	// apigateways
 }
 
-// The definition Install creates, for applying as a manifest instead.
+// The definition Install creates for a kind, for applying as a manifest
+// instead.
 func ExampleCustomResourceDefinition() {
-	crd := kube.CustomResourceDefinition(kube.DefaultGroup, "ApiGateway")
-	fmt.Println(crd.GetName())
+	crd := kube.CustomResourceDefinition(schema.GroupVersionKind{Group: kube.DefaultGroup, Version: kube.Version, Kind: "ApiGateway"})
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	fmt.Println(crd.GetName(), versions[0].(map[string]any)["name"])
 	// Output:
-	// apigateways.store.tend.dev
+	// apigateways.store.tend.dev v1
+}
+
+// A program that creates cert-manager Certificates installs a minimal
+// definition of them where cert-manager is absent, and leaves cert-manager's
+// own definition alone where it is installed. It needs a cluster, so it is
+// only compiled.
+func ExampleClient_InstallDefinitions() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv("KUBECONFIG"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	c, err := kube.NewClient(kube.ClientConfig{REST: cfg, FieldManager: "shop-operator"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	cert := kube.CustomResourceDefinition(schema.GroupVersionKind{Group: "cert-manager.io", Version: "v1", Kind: "Certificate"})
+	err = c.InstallDefinitions(ctx, []*unstructured.Unstructured{cert}, kube.InstallOptions{KeepExisting: true})
+	if errors.Is(err, context.DeadlineExceeded) {
+		log.Fatal(err) // the error names the definition and what the API server last said
+	}
+	if err != nil {
+		log.Fatal(err)
+	}
+	// Certificates of cert-manager.io/v1 are served from here on.
 }
 
 // A controller applies what it wants of a Deployment and a Service owned by

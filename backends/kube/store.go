@@ -39,8 +39,8 @@ type Config struct {
 	// Group is the API group of the custom resources and the prefix of the
 	// annotations and labels the store writes. Default [DefaultGroup].
 	Group string
-	// FieldManager names the store's writes in the objects' managedFields.
-	// Default [DefaultFieldManager].
+	// FieldManager names the store's writes in the objects' managedFields,
+	// at most 128 bytes. Default [DefaultFieldManager].
 	FieldManager string
 }
 
@@ -49,10 +49,11 @@ type Config struct {
 // CustomResourceDefinitions with [Store.Install]. It is safe for concurrent
 // use.
 type Store struct {
-	cfg   Config
-	dyn   dynamic.Interface
-	kinds map[string]bool
-	names []string // cfg.Kinds, sorted
+	cfg    Config
+	client *Client // installs the definitions
+	dyn    dynamic.Interface
+	kinds  map[string]bool
+	names  []string // cfg.Kinds, sorted
 }
 
 var (
@@ -100,10 +101,10 @@ func New(cfg Config) (*Store, error) {
 		}
 		kinds[k], plurals[p] = true, k
 	}
-	rc := rest.CopyConfig(cfg.REST)
-	dyn, err := dynamic.NewForConfig(rc)
+	// The store owns its definitions: Install takes their fields back.
+	client, err := NewClient(ClientConfig{REST: cfg.REST, FieldManager: cfg.FieldManager, Force: true})
 	if err != nil {
-		return nil, fmt.Errorf("kube: %w", err)
+		return nil, err
 	}
 	names := slices.Sorted(func(yield func(string) bool) {
 		for k := range kinds {
@@ -112,7 +113,7 @@ func New(cfg Config) (*Store, error) {
 			}
 		}
 	})
-	return &Store{cfg: cfg, dyn: dyn, kinds: kinds, names: names}, nil
+	return &Store{cfg: cfg, client: client, dyn: client.dyn, kinds: kinds, names: names}, nil
 }
 
 // Kinds returns the configured kinds, sorted.

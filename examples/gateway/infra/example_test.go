@@ -7,6 +7,7 @@ import (
 	"log"
 	"os"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/tendhq/tend/examples/gateway/infra"
@@ -69,14 +70,16 @@ func ExampleKube() {
 	fmt.Println(o.Ready, o.Terminating, err)
 }
 
-// The definitions Install applies where a cluster lacks them.
+// The definitions Install creates where a cluster lacks them, each at the
+// version the platform uses.
 func ExampleCustomResourceDefinitions() {
 	for _, crd := range infra.CustomResourceDefinitions() {
-		fmt.Println(crd.GetName())
+		versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+		fmt.Println(crd.GetName(), versions[0].(map[string]any)["name"])
 	}
 	// Output:
-	// apisixpluginconfigs.apisix.apache.org
-	// apisixroutes.apisix.apache.org
-	// apisixtlses.apisix.apache.org
-	// certificates.cert-manager.io
+	// apisixpluginconfigs.apisix.apache.org v2
+	// apisixroutes.apisix.apache.org v2
+	// apisixtlses.apisix.apache.org v2
+	// certificates.cert-manager.io v1
 }

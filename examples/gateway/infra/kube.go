@@ -9,10 +9,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 
 	"github.com/tendhq/tend/backends/kube"
@@ -149,53 +149,23 @@ func CustomResourceDefinitions() []*unstructured.Unstructured {
 		if kk.readyCondition == "" {
 			continue // built in
 		}
-		group, version, _ := strings.Cut(kk.apiVersion, "/")
-		crd := kube.CustomResourceDefinition(group, string(k))
-		versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
-		versions[0].(map[string]any)["name"] = version
-		_ = unstructured.SetNestedSlice(crd.Object, versions, "spec", "versions")
-		out = append(out, crd)
+		gv, _ := schema.ParseGroupVersion(kk.apiVersion)
+		out = append(out, kube.CustomResourceDefinition(gv.WithKind(string(k))))
 	}
 	return out
 }
 
-// Install applies those of [CustomResourceDefinitions] the cluster lacks and
-// waits until the API server serves every kind. Definitions that exist, such
-// as the full ones of APISIX's ingress controller and cert-manager, are left
-// as they are. It needs the right to read and write
-// customresourcedefinitions.
+// Install creates those of [CustomResourceDefinitions] the cluster lacks and
+// waits until the API server serves every kind at the version the platform
+// uses. Definitions that exist, such as the full ones of APISIX's ingress
+// controller and cert-manager, are left as they are. It needs the right to
+// read and create customresourcedefinitions.
 func (k *Kube) Install(ctx context.Context) error {
-	for _, crd := range CustomResourceDefinitions() {
-		_, err := k.c.Get(ctx, kube.RefOf(crd))
-		if errors.Is(err, store.ErrNotFound) {
-			_, err = k.c.Apply(ctx, crd)
-		}
-		if err != nil {
-			return fmt.Errorf("infra: install: %w", err)
-		}
-	}
-	for _, crd := range CustomResourceDefinitions() {
-		kind, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "kind")
-		for {
-			_, err := k.c.List(ctx, kubeKinds[Kind(kind)].apiVersion, kind, kube.ListOptions{Namespace: "default"})
-			if err == nil {
-				break
-			}
-			if !errors.Is(err, kube.ErrNotInstalled) {
-				return fmt.Errorf("infra: install: %w", err)
-			}
-			select {
-			case <-ctx.Done():
-				return fmt.Errorf("infra: install: waiting for %s to be served: %w", kind, ctx.Err())
-			case <-time.After(installPoll):
-			}
-		}
+	if err := k.c.InstallDefinitions(ctx, CustomResourceDefinitions(), kube.InstallOptions{KeepExisting: true}); err != nil {
+		return fmt.Errorf("infra: install: %w", err)
 	}
 	return nil
 }
-
-// installPoll is how often Install checks whether a definition is served.
-const installPoll = 100 * time.Millisecond
 
 // object returns the object r describes, or an error matching [ErrInvalid].
 func object(r Resource) (*unstructured.Unstructured, error) {
