@@ -63,7 +63,9 @@ type OwnerRef struct {
 }
 
 // Document is what backends store: structured metadata and encoded payloads.
-// Backends return copies; changing a returned document never changes the store.
+// Backends return copies; changing a returned document never changes the
+// store. A document returned by a write may share parts with the one given
+// to it: see [Writer].
 type Document struct {
 	Meta   Meta
 	Spec   []byte
@@ -161,6 +163,13 @@ type Reader interface {
 // stored document with its revision unchanged and no watch sees an event. A
 // controller that rewrites an unchanged status therefore does not wake itself
 // up again.
+//
+// The document a write returns shares no memory with the store. It may share
+// memory with the document given to the write: each of Spec, Status,
+// Finalizers, Owners and Labels that equals the given one's may be the given
+// one's own (see [Document.CloneReusing]), so a write whose result equals
+// what the caller holds copies nothing. A caller that keeps both documents
+// and changes one in place copies it first.
 type Writer interface {
 	// Create stores a new document and returns it as stored, with UID,
 	// Revision, Generation 1 and times set. doc.Meta.Revision must be zero and

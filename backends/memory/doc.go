@@ -7,8 +7,10 @@
 //
 // [New] takes the kinds to hold in [Config]. Each write stores a new
 // immutable version of the document under one lock, bumping one revision
-// counter shared by all kinds, and hands back a deep copy: changing a
-// returned document, or the document passed in, never changes the store.
+// counter shared by all kinds, and hands back a copy: changing a returned
+// document, or the document passed in, never changes the store. A write's
+// copy reuses the parts of the document passed in that equal the stored
+// ones (see [store.Writer]), so a no-op status update allocates nothing.
 // Owner UIDs and label values are indexed, so [Store.List] by owner or by an
 // equality selector does not scan the kind; a List with no narrowing reuses
 // a sorted key list that only a create or a removal invalidates.

@@ -104,26 +104,11 @@ type version struct {
 	status []byte
 }
 
-// document returns a deep copy of v.
-func (v *version) document() store.Document {
-	d := store.Document{Meta: v.meta}
-	if n := len(v.spec) + len(v.status); n > 0 {
-		buf := make([]byte, n)
-		copy(buf, v.spec)
-		copy(buf[len(v.spec):], v.status)
-		if len(v.spec) > 0 {
-			d.Spec = buf[:len(v.spec):len(v.spec)]
-		}
-		if len(v.status) > 0 {
-			d.Status = buf[len(v.spec):]
-		}
-	}
-	d.Meta.Finalizers = slices.Clone(v.meta.Finalizers)
-	d.Meta.Owners = slices.Clone(v.meta.Owners)
-	if v.meta.Labels != nil {
-		d.Meta.Labels = maps.Clone(v.meta.Labels)
-	}
-	return d
+// document returns a copy of v. A write passes the document it was given
+// as have, and the copy reuses its parts equal to v's; a read passes the
+// zero Document. See [store.Document.CloneReusing].
+func (v *version) document(have store.Document) store.Document {
+	return store.Document{Meta: v.meta, Spec: v.spec, Status: v.status}.CloneReusing(have)
 }
 
 // New returns an empty store for cfg.Kinds, or one restored from
@@ -198,7 +183,7 @@ func (s *Store) Get(ctx context.Context, kindName, key string) (store.Document, 
 	if v == nil {
 		return store.Document{}, &store.Error{Op: op, Kind: kindName, Key: key, Err: store.ErrNotFound}
 	}
-	return v.document(), nil
+	return v.document(store.Document{}), nil
 }
 
 // List returns copies of the matching documents, ordered by key. A selector
@@ -233,7 +218,7 @@ func (s *Store) List(ctx context.Context, kindName string, opts store.ListOption
 	}
 	res := store.ListResult{Items: make([]store.Document, len(vs)), Revision: rev}
 	for i, v := range vs {
-		res.Items[i] = v.document()
+		res.Items[i] = v.document(store.Document{})
 	}
 	return res, nil
 }
@@ -329,7 +314,7 @@ func (s *Store) Create(ctx context.Context, doc store.Document) (store.Document,
 	v.meta.Revision, v.meta.CreatedAt, v.meta.UpdatedAt = s.rev, now, now
 	k.put(nil, v)
 	k.record(store.Added, s.rev, v)
-	return v.document(), nil
+	return v.document(doc), nil
 }
 
 // UpdateSpec writes the document's spec, labels, finalizers and owners.
@@ -358,7 +343,7 @@ func (s *Store) UpdateSpec(ctx context.Context, doc store.Document) (store.Docum
 		return store.Document{}, &store.Error{Op: op, Kind: m.Kind, Key: m.Key, Err: err}
 	}
 	if !u.Changed {
-		return cur.document(), nil
+		return cur.document(doc), nil
 	}
 	v := &version{meta: u.Next.Meta, spec: u.Next.Spec, status: u.Next.Status}
 	s.rev++
@@ -366,11 +351,11 @@ func (s *Store) UpdateSpec(ctx context.Context, doc store.Document) (store.Docum
 	if u.Remove {
 		k.remove(cur)
 		k.record(store.Deleted, s.rev, v)
-		return v.document(), nil
+		return v.document(doc), nil
 	}
 	k.put(cur, v)
 	k.record(store.Modified, s.rev, v)
-	return v.document(), nil
+	return v.document(doc), nil
 }
 
 // UpdateStatus writes the document's status.
@@ -394,7 +379,7 @@ func (s *Store) UpdateStatus(ctx context.Context, doc store.Document) (store.Doc
 	}
 	if bytes.Equal(cur.status, doc.Status) {
 		s.mu.Unlock()
-		return cur.document(), nil
+		return cur.document(doc), nil
 	}
 	v := &version{meta: cur.meta, spec: cur.spec, status: bytes.Clone(doc.Status)}
 	s.rev++
@@ -402,7 +387,7 @@ func (s *Store) UpdateStatus(ctx context.Context, doc store.Document) (store.Doc
 	k.put(cur, v)
 	k.record(store.Modified, s.rev, v)
 	s.mu.Unlock()
-	return v.document(), nil
+	return v.document(doc), nil
 }
 
 // Delete removes the document, or marks it Terminating if it has

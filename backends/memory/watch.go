@@ -150,7 +150,7 @@ func (w *watch) Next(ctx context.Context) (store.Event, error) {
 			return store.Event{}, err
 		}
 		if wait == nil {
-			return store.Event{Type: e.typ, Revision: e.rev, Document: e.v.document()}, nil
+			return store.Event{Type: e.typ, Revision: e.rev, Document: e.v.document(store.Document{})}, nil
 		}
 		select {
 		case <-wait:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -65,6 +66,44 @@ func (b ignoresRevision) overwrite(ctx context.Context, d store.Document,
 			return out, err
 		}
 	}
+}
+
+// sharesCache hands out the memory of a cache of documents it read, as a
+// caching backend that forgets to copy would: Get returns the same document
+// while its revision is unchanged.
+type sharesCache struct {
+	*memory.Store
+	mu    sync.Mutex // guards cache
+	cache map[[2]string]store.Document
+}
+
+func (b *sharesCache) Get(ctx context.Context, kind, key string) (store.Document, error) {
+	d, err := b.Store.Get(ctx, kind, key)
+	if err != nil {
+		return d, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if c, ok := b.cache[[2]string{kind, key}]; ok && c.Meta.Revision == d.Meta.Revision {
+		return c, nil
+	}
+	b.cache[[2]string{kind, key}] = d
+	return d, nil
+}
+
+// returnsGiven answers a status update with the document it was given and
+// the stored metadata, as a backend that does not read back what it did not
+// write would.
+type returnsGiven struct{ *memory.Store }
+
+func (b returnsGiven) UpdateStatus(ctx context.Context, d store.Document) (store.Document, error) {
+	out, err := b.Store.UpdateStatus(ctx, d)
+	if err != nil {
+		return out, err
+	}
+	out.Meta.Labels, out.Meta.Finalizers, out.Meta.Owners = d.Meta.Labels, d.Meta.Finalizers, d.Meta.Owners
+	out.Spec, out.Status = d.Spec, d.Status
+	return out, nil
 }
 
 // claimsUnfenced says it refuses fenced writes but performs them.
@@ -139,6 +178,11 @@ func TestBrokenBackendsFail(t *testing.T) {
 			[]string{"Conflicts", "NoLostUpdate"}},
 		{"claims to refuse fenced writes but performs them", func(s *memory.Store) store.Backend { return claimsUnfenced{s} },
 			[]string{"Fencing"}},
+		{"returns documents that share its memory", func(s *memory.Store) store.Backend {
+			return &sharesCache{Store: s, cache: map[[2]string]store.Document{}}
+		}, []string{"Copies"}},
+		{"returns the given document from a status update", func(s *memory.Store) store.Backend { return returnsGiven{s} },
+			[]string{"Copies"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

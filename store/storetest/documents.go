@@ -163,7 +163,37 @@ func checkCopies(ctx context.Context, b store.Backend) error {
 	stored.Meta.Owners = []store.OwnerRef{{Kind: gadget, Key: "o", UID: "u1"}}
 	mutate(status)
 	mutate(st)
-	return expectStored(ctx, b, "after changing a status update", stored)
+	if err := expectStored(ctx, b, "after changing a status update", stored); err != nil {
+		return err
+	}
+	// A write that changes nothing returns the stored document, which may
+	// share memory with the document given but never with the store. The
+	// last write is given only what UpdateStatus reads: it must not return
+	// the given document's empty spec, labels, finalizers or owners.
+	bare := store.Document{Meta: store.Meta{Kind: widget, Key: "copy", Revision: stored.Meta.Revision}, Status: spec(7)}
+	for _, w := range []struct {
+		what  string
+		write func(context.Context, store.Document) (store.Document, error)
+		given store.Document
+	}{
+		{"status update that changes nothing", b.UpdateStatus, cloneDoc(stored)},
+		{"spec update that changes nothing", b.UpdateSpec, cloneDoc(stored)},
+		{"status update that changes nothing, given only the status", b.UpdateStatus, bare},
+	} {
+		got, err := w.write(ctx, w.given)
+		if err != nil {
+			return fmt.Errorf("%s: %w", w.what, err)
+		}
+		if diff := sameDoc(got, stored); diff != "" {
+			return fmt.Errorf("%s: returned a document with %s", w.what, diff)
+		}
+		mutate(w.given)
+		mutate(got)
+		if err := expectStored(ctx, b, "after changing a "+w.what+" and its result", stored); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // checkConflicts: every write with a stale revision or UID fails with
