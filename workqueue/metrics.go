@@ -91,9 +91,9 @@ func (c *collector[K]) Collect(ch chan<- prometheus.Metric) {
 	now := q.now()
 	var unfinished, longest int64
 	if q.processing > 0 {
-		for i, e := range q.entries {
-			if e.state&stProcessing != 0 {
-				d := now - q.stamps[i].started
+		for i := range q.entries.n {
+			if q.entries.at(i).state&stProcessing != 0 {
+				d := now - q.stamps.at(i).started
 				unfinished += d
 				longest = max(longest, d)
 			}

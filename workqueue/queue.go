@@ -70,21 +70,15 @@ type AddOptions struct {
 }
 
 // Entry states. A key in the index is in exactly one of: ready, delayed,
-// processing, processing|dirty, processing|delayed, idle. Free entries have
-// state zero and are not in the index.
+// processing, processing|dirty, processing|delayed. A key that is done and
+// not pending again leaves the index, and its entry goes to the free list
+// with state zero.
 const (
 	stReady      uint8 = 1 << iota // in a ready level; pos is the sequence of its live slot
 	stDelayed                      // in the delay heap; pos is its heap index
 	stProcessing                   // handed out by Get, Done not yet called
 	stDirty                        // processing and added again: requeued by Done
-	stIdle                         // done and not pending; kept for reuse, pos is its idle sequence
 )
-
-// idleCap bounds how many done keys keep their entry (and index) for reuse.
-// A key added again soon after its Done, the common case of a controller
-// reconciling the same objects, then costs one map lookup instead of an
-// insert and a delete.
-const idleCap = 256
 
 // entry is the state of one key known to the queue. Entries live in a slab
 // indexed by int32 so that the ready levels and the delay heap hold small
@@ -116,26 +110,29 @@ type Queue[K comparable] struct {
 	metrics *collector[K] // nil when metrics are off
 	reg     prometheus.Registerer
 
-	mu      sync.Mutex // guards every field below
-	cond    sync.Cond  // signalled when a key becomes ready or on shutdown; Get waits on it
-	drained sync.Cond  // broadcast when a draining queue becomes empty or a drain context ends
+	mu sync.Mutex // guards every field below
 
-	index      map[K]int32 // key -> slab index, for every key the queue knows
-	entries    []entry[K]
-	stamps     []stamp  // parallel to entries; nil when metrics are off
-	free       int32    // head of the free list of entries, noEntry if none
+	// The fields that Add, Get and Done use come first, close to mu, so that
+	// a worker taking the lock after another core held it fetches few cache
+	// lines.
+	shutdown   bool
+	draining   bool
+	seq        uint32
+	processing int      // keys handed out and not yet Done
+	waiting    int      // workers waiting in Get
 	ready      ready[K] // ready keys in serving order
-	idle       ring     // idle entries, oldest first; stale slots skipped
-	idleSeq    uint32
+	index      index[K] // key -> slab index, for every key the queue holds
+	entries    slab[entry[K]]
+	free       int32 // head of the free list of entries, noEntry if none
 	delays     delayHeap[K]
+	counts     counts // metric counters, kept even when metrics are off (cheap)
+
+	cond       sync.Cond   // signalled when a key becomes ready or on shutdown; Get waits on it
+	drained    sync.Cond   // broadcast when a draining queue becomes empty or a drain context ends
+	stamps     slab[stamp] // parallel to entries; empty when metrics are off
 	timer      *time.Timer // fires at the earliest delay; created on first use
 	timerArmed bool
 	timerAt    int64
-	processing int // keys handed out and not yet Done
-	seq        uint32
-	shutdown   bool
-	draining   bool
-	counts     counts // metric counters, kept even when metrics are off (cheap)
 }
 
 // New returns a queue configured by cfg. The key type is inferred from cfg.
@@ -152,7 +149,7 @@ func New[K comparable](cfg Config[K]) (*Queue[K], error) {
 		limiter: cfg.RateLimiter,
 		aging:   int64(cfg.PriorityAging),
 		base:    time.Now(),
-		index:   make(map[K]int32),
+		index:   newIndex[K](),
 		free:    noEntry,
 		reg:     cfg.MetricsRegisterer,
 	}
@@ -226,38 +223,34 @@ func (q *Queue[K]) add(key K, prio int16, retry bool) {
 	if retry {
 		q.counts.retries++
 	}
-	idx, ok := q.index[key]
-	if !ok {
+	idx, h, at := q.index.find(&q.entries, key)
+	if idx == noEntry {
 		idx = q.alloc(key, prio)
-		q.index[key] = idx
+		q.index.insert(idx, h, at)
 		q.noteAdd(idx)
 		q.pushReady(idx)
+		wake := q.waiters(1)
 		q.mu.Unlock()
-		q.cond.Signal()
+		q.wake(wake)
 		return
 	}
-	e := &q.entries[idx]
-	signal := false
+	e := q.entries.at(idx)
+	wake := 0
 	switch {
-	case e.state == stIdle:
-		e.prio, e.state = prio, 0
-		q.noteAdd(idx)
-		q.pushReady(idx)
-		signal = true
 	case e.state&stReady != 0:
 		q.raise(idx, prio)
 	case e.state&stDirty != 0:
 		e.prio = max(e.prio, prio)
 	case e.state&stDelayed != 0:
 		e.prio = max(e.prio, prio)
-		q.delays.remove(q.entries, int(e.pos))
+		q.delays.remove(&q.entries, int(e.pos))
 		e.state &^= stDelayed
 		q.noteAdd(idx)
 		if e.state&stProcessing != 0 {
 			e.state |= stDirty
 		} else {
 			q.pushReady(idx)
-			signal = true
+			wake = q.waiters(1)
 		}
 	default: // processing
 		e.prio = max(e.prio, prio)
@@ -265,9 +258,7 @@ func (q *Queue[K]) add(key K, prio int16, retry bool) {
 		q.noteAdd(idx)
 	}
 	q.mu.Unlock()
-	if signal {
-		q.cond.Signal()
-	}
+	q.wake(wake)
 }
 
 func (q *Queue[K]) addAfter(key K, prio int16, d time.Duration, retry bool) {
@@ -279,33 +270,30 @@ func (q *Queue[K]) addAfter(key K, prio int16, d time.Duration, retry bool) {
 	if retry {
 		q.counts.retries++
 	}
-	at := q.now() + int64(d)
-	idx, ok := q.index[key]
-	if !ok {
+	deadline := q.now() + int64(d)
+	idx, h, at := q.index.find(&q.entries, key)
+	if idx == noEntry {
 		idx = q.alloc(key, prio)
-		q.index[key] = idx
-		q.delay(idx, at)
+		q.index.insert(idx, h, at)
+		q.delay(idx, deadline)
 		return
 	}
-	e := &q.entries[idx]
+	e := q.entries.at(idx)
 	switch {
-	case e.state == stIdle:
-		e.prio, e.state = prio, 0
-		q.delay(idx, at)
 	case e.state&stReady != 0:
 		q.raise(idx, prio)
 	case e.state&stDirty != 0:
 		e.prio = max(e.prio, prio)
 	case e.state&stDelayed != 0:
 		e.prio = max(e.prio, prio)
-		if i := int(e.pos); at < q.delays[i].at {
-			q.delays[i].at = at
-			q.delays.fix(q.entries, i)
+		if i := int(e.pos); deadline < q.delays[i].at {
+			q.delays[i].at = deadline
+			q.delays.fix(&q.entries, i)
 			q.arm()
 		}
 	default: // processing
 		e.prio = max(e.prio, prio)
-		q.delay(idx, at)
+		q.delay(idx, deadline)
 	}
 }
 
@@ -315,34 +303,39 @@ func (q *Queue[K]) addAfter(key K, prio int16, d time.Duration, retry bool) {
 func (q *Queue[K]) Get() (key K, shutdown bool) {
 	q.mu.Lock()
 	woken := 0
-	if len(q.delays) > 0 {
-		// Take due keys now rather than wait for the timer's goroutine to
-		// be scheduled: busy workers keep delayed keys on time.
-		woken = q.promoteDue()
-	}
-	for q.ready.live == 0 && !q.shutdown {
+	for {
+		if len(q.delays) > 0 {
+			// Take due keys now rather than wait for the timer's
+			// goroutine to be scheduled: busy workers keep delayed keys
+			// on time.
+			woken += q.promoteDue()
+		}
+		if q.ready.live > 0 || q.shutdown {
+			break
+		}
+		q.waiting++
 		q.cond.Wait()
+		q.waiting--
 	}
 	if q.ready.live == 0 {
 		q.mu.Unlock()
 		return key, true
 	}
-	idx := q.ready.pop(q.entries, q.aging)
-	e := &q.entries[idx]
+	idx := q.ready.pop(&q.entries, q.aging)
+	e := q.entries.at(idx)
 	// A key added again while processed gets the priority of those adds.
 	e.state, e.prio = stProcessing, MinPriority
 	q.processing++
 	if q.metrics != nil {
 		now := q.now()
-		s := &q.stamps[idx]
+		s := q.stamps.at(idx)
 		q.counts.queueDur.observe(now - s.queued)
 		s.started = now
 	}
 	key = e.key
+	wake := q.waiters(woken - 1) // this worker took one; wake others for the rest
 	q.mu.Unlock()
-	for ; woken > 1; woken-- {
-		q.cond.Signal() // this worker took one; wake others for the rest
-	}
+	q.wake(wake)
 	return key, false
 }
 
@@ -351,37 +344,33 @@ func (q *Queue[K]) Get() (key K, shutdown bool) {
 // being processed is a no-op.
 func (q *Queue[K]) Done(key K) {
 	q.mu.Lock()
-	idx, ok := q.index[key]
-	if !ok || q.entries[idx].state&stProcessing == 0 {
+	idx, _, at := q.index.find(&q.entries, key)
+	if idx == noEntry || q.entries.at(idx).state&stProcessing == 0 {
 		q.mu.Unlock()
 		return
 	}
 	q.processing--
 	if q.metrics != nil {
-		q.counts.workDur.observe(q.now() - q.stamps[idx].started)
+		q.counts.workDur.observe(q.now() - q.stamps.at(idx).started)
 	}
-	e := &q.entries[idx]
-	signal := false
+	e := q.entries.at(idx)
+	wake := 0
 	switch {
 	case e.state&stDirty != 0:
 		e.state = 0
 		q.pushReady(idx)
-		signal = true
+		wake = q.waiters(1)
 	case e.state&stDelayed != 0:
 		e.state = stDelayed
-	case q.shutdown:
-		delete(q.index, key)
-		q.release(idx)
 	default:
-		q.retire(idx)
+		q.index.delete(at)
+		q.release(idx)
 	}
 	if q.draining && q.processing == 0 && q.ready.live == 0 {
 		q.drained.Broadcast()
 	}
 	q.mu.Unlock()
-	if signal {
-		q.cond.Signal()
-	}
+	q.wake(wake)
 }
 
 // Forget tells the rate limiter that key succeeded: its backoff starts over.
@@ -447,10 +436,10 @@ func (q *Queue[K]) shutDownLocked() {
 	}
 	q.shutdown = true
 	for _, d := range q.delays {
-		e := &q.entries[d.idx]
+		e := q.entries.at(d.idx)
 		e.state &^= stDelayed
 		if e.state == 0 {
-			delete(q.index, e.key)
+			q.index.remove(e.key, d.idx)
 			q.release(d.idx)
 		}
 	}
@@ -471,58 +460,39 @@ func (q *Queue[K]) now() int64 { return int64(time.Since(q.base)) }
 // alloc takes an entry from the free list or grows the slab.
 func (q *Queue[K]) alloc(key K, prio int16) int32 {
 	if idx := q.free; idx != noEntry {
-		e := &q.entries[idx]
+		e := q.entries.at(idx)
 		q.free = int32(e.pos)
 		*e = entry[K]{key: key, prio: prio}
 		return idx
 	}
-	if len(q.entries) >= math.MaxInt32 {
+	if q.entries.n == math.MaxInt32 {
 		panic("workqueue: more than 2³¹-1 keys")
 	}
-	q.entries = append(q.entries, entry[K]{key: key, prio: prio})
 	if q.metrics != nil {
-		q.stamps = append(q.stamps, stamp{})
+		q.stamps.push(stamp{})
 	}
-	return int32(len(q.entries) - 1)
+	return q.entries.push(entry[K]{key: key, prio: prio})
 }
 
-// release returns an entry to the free list, dropping its key so that the
-// key's memory can be collected.
+// release returns an entry, already removed from the index, to the free
+// list, dropping its key so that the key's memory can be collected.
 func (q *Queue[K]) release(idx int32) {
-	q.entries[idx] = entry[K]{pos: uint32(q.free)}
+	*q.entries.at(idx) = entry[K]{pos: uint32(q.free)}
 	q.free = idx
-}
-
-// retire makes a done entry idle, and frees the oldest idle entry when more
-// than idleCap slots are held.
-func (q *Queue[K]) retire(idx int32) {
-	q.idleSeq++
-	e := &q.entries[idx]
-	e.state, e.pos = stIdle, q.idleSeq
-	q.idle.push(slot{idx: idx, seq: q.idleSeq})
-	if q.idle.n <= idleCap {
-		return
-	}
-	s := q.idle.front()
-	q.idle.drop()
-	if old := &q.entries[s.idx]; old.state == stIdle && old.pos == s.seq {
-		delete(q.index, old.key)
-		q.release(s.idx)
-	}
 }
 
 // noteAdd records that a key became pending, for metrics.
 func (q *Queue[K]) noteAdd(idx int32) {
 	q.counts.adds++
 	if q.metrics != nil {
-		q.stamps[idx].queued = q.now()
+		q.stamps.at(idx).queued = q.now()
 	}
 }
 
 // pushReady appends an entry to the ready level of its priority.
 func (q *Queue[K]) pushReady(idx int32) {
 	q.seq++
-	e := &q.entries[idx]
+	e := q.entries.at(idx)
 	e.state |= stReady
 	e.pos = q.seq
 	q.ready.push(e.prio, slot{idx: idx, seq: q.seq})
@@ -533,7 +503,7 @@ func (q *Queue[K]) pushReady(idx int32) {
 // otherwise it keeps its place and priority. A ready key's priority is always
 // that of the level holding its live slot.
 func (q *Queue[K]) raise(idx int32, prio int16) {
-	e := &q.entries[idx]
+	e := q.entries.at(idx)
 	if prio <= e.prio || !before(q.seq+1, prio, e.pos, e.prio, q.aging) {
 		return
 	}
@@ -546,8 +516,8 @@ func (q *Queue[K]) raise(idx int32, prio int16) {
 
 // delay puts an entry that is not ready into the delay heap.
 func (q *Queue[K]) delay(idx int32, at int64) {
-	q.entries[idx].state |= stDelayed
-	q.delays.push(q.entries, delayed{at: at, idx: idx})
+	q.entries.at(idx).state |= stDelayed
+	q.delays.push(&q.entries, delayed{at: at, idx: idx})
 	q.arm()
 }
 
@@ -569,8 +539,11 @@ func (q *Queue[K]) arm() {
 	q.timerArmed, q.timerAt = true, at
 }
 
-// fire runs on the timer's goroutine: it moves every due key on and re-arms
-// the timer for the next deadline.
+// fire runs on the timer's goroutine: it moves due keys on and re-arms the
+// timer for the next deadline. It moves at most promoteBatch keys, so that
+// after a late wake-up with many keys due the workers start on the first ones
+// at once; the timer, re-armed for a deadline that has passed, fires again
+// at once for the rest.
 func (q *Queue[K]) fire() {
 	q.mu.Lock()
 	q.timerArmed = false
@@ -578,24 +551,37 @@ func (q *Queue[K]) fire() {
 		q.mu.Unlock()
 		return
 	}
-	woken := q.promoteDue()
+	wake := q.waiters(q.promoteDue())
 	q.arm()
 	q.mu.Unlock()
-	if woken == 1 {
+	q.wake(wake)
+}
+
+// waiters returns how many workers waiting in Get to wake for n keys that
+// became ready: n, or fewer if fewer wait. It is called with the lock held,
+// and its result passed to wake once the lock is released.
+func (q *Queue[K]) waiters(n int) int { return max(min(n, q.waiting), 0) }
+
+// wake wakes n workers waiting in Get.
+func (q *Queue[K]) wake(n int) {
+	for ; n > 0; n-- {
 		q.cond.Signal()
-	} else if woken > 1 {
-		q.cond.Broadcast()
 	}
 }
 
-// promoteDue moves every key whose deadline has passed to the ready line, or
-// marks it dirty if it is being processed, and returns how many became ready.
+// promoteBatch bounds how many due keys promoteDue moves in one call, and so
+// how long it holds the lock.
+const promoteBatch = 32
+
+// promoteDue moves up to promoteBatch keys whose deadline has passed to the
+// ready line, or marks them dirty if they are being processed, and returns
+// how many became ready.
 func (q *Queue[K]) promoteDue() int {
 	now := q.now()
 	woken := 0
-	for len(q.delays) > 0 && q.delays[0].at <= now {
-		idx := q.delays.pop(q.entries)
-		e := &q.entries[idx]
+	for n := 0; n < promoteBatch && len(q.delays) > 0 && q.delays[0].at <= now; n++ {
+		idx := q.delays.pop(&q.entries)
+		e := q.entries.at(idx)
 		e.state &^= stDelayed
 		q.noteAdd(idx)
 		if e.state&stProcessing != 0 {

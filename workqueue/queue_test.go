@@ -294,6 +294,56 @@ func TestDelayedKeysComeOutInDeadlineOrder(t *testing.T) {
 	})
 }
 
+// TestManyKeysDueAtOnce checks that when more keys fall due at once than the
+// timer moves in one batch, all of them become ready, and that workers
+// waiting in Get are woken for them.
+func TestManyKeysDueAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q := newQueue(t, Config[string]{})
+		n := 10*promoteBatch + 5
+		want := make([]string, n)
+		for i := range want {
+			want[i] = fmt.Sprint(i)
+			q.AddAfter(want[i], time.Millisecond)
+		}
+		slices.Sort(want)
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		if got := q.Len(); got != n {
+			t.Fatalf("Len = %d after the deadline passed, want %d", got, n)
+		}
+		got := drain(t, q)
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Fatalf("got %v, want %v", got, want)
+		}
+
+		taken := make(chan string, n)
+		for range 2 {
+			go func() {
+				for {
+					k, shutdown := q.Get()
+					if shutdown {
+						return
+					}
+					taken <- k
+					q.Done(k)
+				}
+			}()
+		}
+		synctest.Wait() // both workers wait
+		for _, k := range want {
+			q.AddAfter(k, time.Second)
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if len(taken) != n {
+			t.Fatalf("waiting workers took %d of %d keys due at once", len(taken), n)
+		}
+		q.ShutDown()
+	})
+}
+
 func TestAddRateLimitedFollowsLimiter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		exp, err := NewExponentialLimiter[string](ExponentialConfig{Base: time.Second, Max: time.Hour})
@@ -463,23 +513,23 @@ func TestShutDownDropsDelayedKeys(t *testing.T) {
 		if _, shutdown := q.Get(); !shutdown {
 			t.Fatal("a dropped delayed key came out")
 		}
-		if len(q.index) != 0 {
-			t.Fatalf("index holds %d keys after shutdown", len(q.index))
+		if q.index.n != 0 {
+			t.Fatalf("index holds %d keys after shutdown", q.index.n)
 		}
 	})
 }
 
-func TestIdleEntriesAreBounded(t *testing.T) {
+func TestDoneKeysLeaveTheQueue(t *testing.T) {
 	q := newQueue(t, Config[string]{})
-	for i := range 10 * idleCap {
+	for i := range 1000 {
 		q.Add(fmt.Sprint(i))
 		q.Done(get(t, q))
 	}
-	if n := len(q.index); n > idleCap {
-		t.Fatalf("index holds %d done keys, want at most %d", n, idleCap)
+	if n := q.index.n; n != 0 {
+		t.Fatalf("index holds %d done keys, want none", n)
 	}
-	if n := len(q.entries); n > idleCap+1 {
-		t.Fatalf("slab holds %d entries, want at most %d", n, idleCap+1)
+	if n := q.entries.n; n != 1 {
+		t.Fatalf("slab holds %d entries, want 1 (reused)", n)
 	}
 }
 

@@ -108,7 +108,7 @@ func (r *ready[K]) levelOf(prio int16) *level {
 
 // pop removes and returns the first ready key. It must not be called when
 // live is zero.
-func (r *ready[K]) pop(entries []entry[K], aging int64) int32 {
+func (r *ready[K]) pop(entries *slab[entry[K]], aging int64) int32 {
 	if len(r.others) == 0 {
 		s := trim(&r.zero, entries)
 		r.zero.drop()
@@ -167,10 +167,10 @@ func (r *ready[K]) markStale(prio int16) {
 
 // trim drops stale slots at the head of the level and returns the head, which
 // is valid only if the level is not empty afterwards.
-func trim[K comparable](l *level, entries []entry[K]) slot {
+func trim[K comparable](l *level, entries *slab[entry[K]]) slot {
 	for l.stale > 0 && l.n > 0 {
 		s := l.front()
-		if e := entries[s.idx]; e.state&stReady != 0 && e.pos == s.seq {
+		if e := entries.at(s.idx); e.state&stReady != 0 && e.pos == s.seq {
 			return s
 		}
 		l.drop()

@@ -53,6 +53,9 @@ func startCluster(dir string, o clusterOptions) (*cluster, error) {
 		// new leader quickly.
 		cfg.TickMs, cfg.ElectionMs = 50, 500
 		cfg.UnsafeNoFsync = !o.fsync
+		// Its logs go nowhere: spare it formatting the requests it would
+		// warn about as slow, which on a loaded machine are many.
+		cfg.WarningUnaryRequestDuration = time.Hour
 		cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
 		c.configs = append(c.configs, cfg)
 	}

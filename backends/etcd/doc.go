@@ -1,7 +1,7 @@
 // Package etcd is a [store.Backend] on etcd, through the etcd v3 client.
 // Several processes sharing one cluster see one store: documents, watches,
 // leases and fences all live in etcd, and a [Store] holds no state of its
-// own.
+// own beyond a bounded memory of the documents it read or wrote last.
 //
 // # Documents
 //
@@ -12,6 +12,18 @@
 // cluster, ordering every change. Every write is one etcd transaction that
 // compares the document's ModRevision with the writer's precondition (zero
 // for Create: nothing stored), so it happens whole or not at all.
+//
+// A write that keeps part of the stored document (a status write keeps the
+// metadata and spec) starts from the stored value. The store remembers the
+// value of the last documents it read or wrote (up to 1,024), each at its
+// ModRevision, so a write whose precondition names that revision, as a
+// controller's successive status writes do, needs no read before its
+// transaction: one round trip instead of two. A key's ModRevision names one
+// value, and the transaction compares it, so a remembered value that is no
+// longer the stored one only makes the write fail with the conflict it
+// would have had anyway. A write that turns out to change nothing, and so
+// makes no transaction, reads the stored document to check its revision
+// and fence as before.
 //
 // # Indexes
 //

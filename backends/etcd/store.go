@@ -53,8 +53,10 @@ type Config struct {
 }
 
 // Store is a [store.Backend] on etcd. It is safe for concurrent use and
-// holds no state of its own beyond its configuration: any number of Stores,
-// in any number of processes, may share a cluster and prefix.
+// holds no state of its own beyond its configuration and a bounded memory of
+// the documents it read or wrote last, which every write checks against
+// etcd's revision: any number of Stores, in any number of processes, may
+// share a cluster and prefix.
 type Store struct {
 	cli    *clientv3.Client
 	log    *zap.Logger
@@ -65,6 +67,10 @@ type Store struct {
 	// it that a watch has received from etcd but not yet delivered are
 	// discarded too.
 	compacted atomic.Int64
+	// recent remembers the documents read or written last, so that a
+	// write whose precondition names one's revision needs no read first
+	// (see startFrom).
+	recent recent
 }
 
 var (
@@ -124,6 +130,7 @@ func (s *Store) Get(ctx context.Context, kind, key string) (store.Document, erro
 	if len(resp.Kvs) == 0 {
 		return store.Document{}, &store.Error{Op: op, Kind: kind, Key: key, Err: store.ErrNotFound}
 	}
+	s.remember(resp.Kvs[0])
 	return s.decode(op, kind, resp.Kvs[0])
 }
 
@@ -264,9 +271,7 @@ func (s *Store) Create(ctx context.Context, doc store.Document) (store.Document,
 		},
 		Spec: c.Spec,
 	}
-	ops := append([]clientv3.Op{clientv3.OpPut(s.keys.doc(m.Kind, m.Key), string(encode(&d)))},
-		s.indexOps(nil, &d.Meta)...)
-	rev, err := s.write(ctx, op, m.Kind, m.Key, 0, ops)
+	rev, err := s.write(ctx, op, m.Kind, m.Key, 0, string(encode(&d)), s.indexOps(nil, &d.Meta))
 	if err != nil {
 		return store.Document{}, err
 	}
@@ -284,29 +289,33 @@ func (s *Store) UpdateSpec(ctx context.Context, doc store.Document) (store.Docum
 	if err := store.ValidateMeta(m); err != nil {
 		return store.Document{}, &store.Error{Op: op, Kind: m.Kind, Key: m.Key, Err: err}
 	}
-	cur, err := s.current(ctx, op, m.Kind, m.Key, m.Revision, true)
+	cur, remembered, err := s.startFrom(ctx, op, m.Kind, m.Key, m.Revision)
 	if err != nil {
 		return store.Document{}, err
 	}
 	u, err := store.ApplySpec(cur, doc)
 	if err != nil {
+		if verr := s.verify(ctx, op, m.Kind, m.Key, m.Revision, remembered); verr != nil {
+			return store.Document{}, verr
+		}
 		return store.Document{}, &store.Error{Op: op, Kind: m.Kind, Key: m.Key, Err: err}
 	}
 	if !u.Changed {
+		if err := s.verify(ctx, op, m.Kind, m.Key, m.Revision, remembered); err != nil {
+			return store.Document{}, err
+		}
 		return cur, nil
 	}
 	next := u.Next
 	next.Meta.UpdatedAt = time.Now().Round(0)
-	docKey := s.keys.doc(m.Kind, m.Key)
-	var ops []clientv3.Op
+	var rev int64
 	if u.Remove {
 		// The last finalizer is gone: remove the document and its index
 		// keys in one step.
-		ops = append([]clientv3.Op{clientv3.OpDelete(docKey)}, s.indexOps(&cur.Meta, nil)...)
+		rev, err = s.write(ctx, op, m.Kind, m.Key, m.Revision, "", s.indexOps(&cur.Meta, nil))
 	} else {
-		ops = append([]clientv3.Op{clientv3.OpPut(docKey, string(encode(&next)))}, s.indexOps(&cur.Meta, &next.Meta)...)
+		rev, err = s.write(ctx, op, m.Kind, m.Key, m.Revision, string(encode(&next)), s.indexOps(&cur.Meta, &next.Meta))
 	}
-	rev, err := s.write(ctx, op, m.Kind, m.Key, m.Revision, ops)
 	if err != nil {
 		return store.Document{}, err
 	}
@@ -321,18 +330,20 @@ func (s *Store) UpdateStatus(ctx context.Context, doc store.Document) (store.Doc
 	if err := s.check(ctx, op, m.Kind, m.Key); err != nil {
 		return store.Document{}, err
 	}
-	cur, err := s.current(ctx, op, m.Kind, m.Key, m.Revision, true)
+	cur, remembered, err := s.startFrom(ctx, op, m.Kind, m.Key, m.Revision)
 	if err != nil {
 		return store.Document{}, err
 	}
 	if bytes.Equal(cur.Status, doc.Status) {
+		if err := s.verify(ctx, op, m.Kind, m.Key, m.Revision, remembered); err != nil {
+			return store.Document{}, err
+		}
 		return cur, nil
 	}
 	next := cur
 	next.Status = bytes.Clone(doc.Status)
 	next.Meta.UpdatedAt = time.Now().Round(0)
-	put := clientv3.OpPut(s.keys.doc(m.Kind, m.Key), string(encode(&next)))
-	rev, err := s.write(ctx, op, m.Kind, m.Key, m.Revision, []clientv3.Op{put})
+	rev, err := s.write(ctx, op, m.Kind, m.Key, m.Revision, string(encode(&next)), nil)
 	if err != nil {
 		return store.Document{}, err
 	}
@@ -349,28 +360,35 @@ func (s *Store) Delete(ctx context.Context, kind, key string, opts store.DeleteO
 		return err
 	}
 	for attempt := 0; ; attempt++ {
-		cur, err := s.current(ctx, op, kind, key, opts.Revision, opts.Revision != 0)
+		var cur store.Document
+		var remembered bool
+		var err error
+		if opts.Revision != 0 {
+			cur, remembered, err = s.startFrom(ctx, op, kind, key, opts.Revision)
+		} else {
+			cur, err = s.current(ctx, op, kind, key, 0, false)
+		}
 		if err != nil {
 			return err
 		}
 		switch {
 		case opts.UID != "" && opts.UID != cur.Meta.UID:
+			if err := s.verify(ctx, op, kind, key, opts.Revision, remembered); err != nil {
+				return err
+			}
 			return &store.Error{Op: op, Kind: kind, Key: key,
 				Err: fmt.Errorf("%w: UID %q is not the stored %q", store.ErrConflict, opts.UID, cur.Meta.UID)}
 		case cur.Meta.Terminating():
-			return nil
+			return s.verify(ctx, op, kind, key, opts.Revision, remembered)
 		}
-		docKey := s.keys.doc(kind, key)
-		var ops []clientv3.Op
 		if len(cur.Meta.Finalizers) == 0 {
-			ops = append([]clientv3.Op{clientv3.OpDelete(docKey)}, s.indexOps(&cur.Meta, nil)...)
+			_, err = s.write(ctx, op, kind, key, cur.Meta.Revision, "", s.indexOps(&cur.Meta, nil))
 		} else {
 			next := cur
 			now := time.Now().Round(0)
 			next.Meta.UpdatedAt, next.Meta.DeletionRequestedAt = now, now
-			ops = []clientv3.Op{clientv3.OpPut(docKey, string(encode(&next)))}
+			_, err = s.write(ctx, op, kind, key, cur.Meta.Revision, string(encode(&next)), nil)
 		}
-		_, err = s.write(ctx, op, kind, key, cur.Meta.Revision, ops)
 		if opts.Revision == 0 && errors.Is(err, store.ErrConflict) && attempt < deleteRetries {
 			continue
 		}
@@ -405,11 +423,39 @@ func (s *Store) checkKind(ctx context.Context, op, kind, key string) error {
 	return nil
 }
 
+// startFrom returns the document a write whose precondition is revision rev
+// starts from: the one the store remembers at rev, without a read
+// (remembered is then true), or else the stored one, read and checked as
+// current does. Only the write's transaction checks a remembered document's
+// revision and the fence ctx carries, so a caller that ends without writing
+// must call verify.
+func (s *Store) startFrom(ctx context.Context, op, kind, key string, rev int64) (d store.Document, remembered bool, err error) {
+	docKey := s.keys.doc(kind, key)
+	if value, ok := s.recent.get(docKey, rev); ok {
+		d, err := s.decode(op, kind, &mvccpb.KeyValue{Key: []byte(docKey), Value: []byte(value), ModRevision: rev})
+		return d, err == nil, err
+	}
+	d, err = s.current(ctx, op, kind, key, rev, true)
+	return d, false, err
+}
+
+// verify checks, for a write that ends without a transaction, what its
+// transaction would have checked of a remembered document (see startFrom):
+// that revision rev is still the stored one and the fence still holds.
+func (s *Store) verify(ctx context.Context, op, kind, key string, rev int64, remembered bool) error {
+	if !remembered {
+		return nil
+	}
+	_, err := s.current(ctx, op, kind, key, rev, true)
+	return err
+}
+
 // current reads the stored document and, when checkRev is set, checks that
 // it is at revision rev. A fence carried by ctx is checked in the same read,
 // so a fenced writer that lost its lease learns that first.
 func (s *Store) current(ctx context.Context, op, kind, key string, rev int64, checkRev bool) (store.Document, error) {
-	ops := []clientv3.Op{clientv3.OpGet(s.keys.doc(kind, key))}
+	docKey := s.keys.doc(kind, key)
+	ops := []clientv3.Op{clientv3.OpGet(docKey)}
 	f, fenced := store.FenceFrom(ctx)
 	if fenced {
 		ops = append(ops, clientv3.OpGet(s.keys.lease(f.Lease), clientv3.WithKeysOnly()))
@@ -429,14 +475,28 @@ func (s *Store) current(ctx context.Context, op, kind, key string, rev int64, ch
 		return store.Document{}, &store.Error{Op: op, Kind: kind, Key: key,
 			Err: fmt.Errorf("%w: revision %d is not the stored %d", store.ErrConflict, rev, kvs[0].ModRevision)}
 	}
+	s.remember(kvs[0])
 	return s.decode(op, kind, kvs[0])
 }
 
-// write commits ops if the document's stored revision is still rev (zero:
-// nothing is stored) and the fence carried by ctx still holds, and returns
-// the revision of the write.
-func (s *Store) write(ctx context.Context, op, kind, key string, rev int64, ops []clientv3.Op) (int64, error) {
+// remember keeps the document read as kv for a later write to start from.
+func (s *Store) remember(kv *mvccpb.KeyValue) {
+	s.recent.put(string(kv.Key), kv.ModRevision, string(kv.Value))
+}
+
+// write stores value as the document (or deletes it if value is empty),
+// with the index operations index, if the document's stored revision is
+// still rev (zero: nothing is stored) and the fence carried by ctx still
+// holds, and returns the revision of the write.
+func (s *Store) write(ctx context.Context, op, kind, key string, rev int64, value string, index []clientv3.Op) (int64, error) {
 	docKey := s.keys.doc(kind, key)
+	ops := make([]clientv3.Op, 0, 1+len(index))
+	if value != "" {
+		ops = append(ops, clientv3.OpPut(docKey, value))
+	} else {
+		ops = append(ops, clientv3.OpDelete(docKey))
+	}
+	ops = append(ops, index...)
 	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(docKey), "=", rev)}
 	orElse := []clientv3.Op{clientv3.OpGet(docKey, clientv3.WithKeysOnly())}
 	f, fenced := store.FenceFrom(ctx)
@@ -450,11 +510,18 @@ func (s *Store) write(ctx context.Context, op, kind, key string, rev int64, ops 
 	}
 	resp, err := s.cli.Txn(ctx).If(cmps...).Then(ops...).Else(orElse...).Commit()
 	if err != nil {
+		s.recent.forget(docKey)
 		return 0, s.fail(ctx, op, kind, key, err)
 	}
 	if resp.Succeeded {
+		if value != "" {
+			s.recent.put(docKey, resp.Header.Revision, value)
+		} else {
+			s.recent.forget(docKey)
+		}
 		return resp.Header.Revision, nil
 	}
+	s.recent.forget(docKey)
 	if fenced && !fenceHolds(f, resp.Responses[1].GetResponseRange().Kvs) {
 		return 0, fencedError(op, kind, key, f)
 	}

@@ -9,6 +9,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/tendhq/tend/backends/etcd"
 	"github.com/tendhq/tend/store"
 )
 
@@ -233,4 +234,75 @@ func TestNewerFormatRefused(t *testing.T) {
 		t.Fatalf("get of a newer format: got %v, want ErrDecode", err)
 	}
 	t.Log(err)
+}
+
+// TestRememberedDocumentIsChecked: a store that remembers a document at a
+// revision another store has since written over does not write from its
+// stale copy: each write with the old revision, one that would change
+// nothing included, fails with ErrConflict and leaves the other store's
+// write in place, and a write after a fresh read keeps it.
+func TestRememberedDocumentIsChecked(t *testing.T) {
+	ctx := t.Context()
+	cli := shared.client(t)
+	prefix := fmt.Sprintf("/test-%d/", prefixes.Add(1))
+	open := func() *etcd.Store {
+		s, err := etcd.New(etcd.Config{Client: cli, Prefix: prefix, Kinds: []string{"Widget"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	a, b := open(), open()
+	stale, err := a.Create(ctx, store.Document{Meta: store.Meta{Kind: "Widget", Key: "k"}, Spec: []byte(`{"n":1}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := b.Get(ctx, "Widget", "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Spec = []byte(`{"n":2}`)
+	if d, err = b.UpdateSpec(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	up := stale
+	up.Status = []byte(`{"phase":"Creating"}`)
+	if _, err := a.UpdateStatus(ctx, up); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("status write from a stale revision: got %v, want ErrConflict", err)
+	}
+	// A write that would change nothing is checked too.
+	if _, err := a.UpdateStatus(ctx, stale); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("unchanged status write from a stale revision: got %v, want ErrConflict", err)
+	}
+	if _, err := a.UpdateSpec(ctx, stale); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("unchanged spec write from a stale revision: got %v, want ErrConflict", err)
+	}
+	up = stale
+	up.Spec = []byte(`{"n":3}`)
+	if _, err := a.UpdateSpec(ctx, up); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("spec write from a stale revision: got %v, want ErrConflict", err)
+	}
+	if err := a.Delete(ctx, "Widget", "k", store.DeleteOptions{Revision: stale.Meta.Revision}); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("delete from a stale revision: got %v, want ErrConflict", err)
+	}
+	got, err := a.Get(ctx, "Widget", "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Meta.Revision != d.Meta.Revision || string(got.Spec) != `{"n":2}` || got.Status != nil {
+		t.Fatalf("after refused stale writes: revision %d, spec %s, status %q; want %d, {\"n\":2}, none",
+			got.Meta.Revision, got.Spec, got.Status, d.Meta.Revision)
+	}
+	got.Status = []byte(`{"phase":"Created"}`)
+	if got, err = a.UpdateStatus(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	stored, err := b.Get(ctx, "Widget", "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored.Meta.Revision != got.Meta.Revision || string(stored.Spec) != `{"n":2}` || string(stored.Status) != `{"phase":"Created"}` {
+		t.Fatalf("after a status write from a fresh read: revision %d, spec %s, status %s; want %d, {\"n\":2}, {\"phase\":\"Created\"}",
+			stored.Meta.Revision, stored.Spec, stored.Status, got.Meta.Revision)
+	}
 }

@@ -137,7 +137,7 @@ func TestClusterAuditLog(t *testing.T) {
 func TestClusterCollectsCustomResources(t *testing.T) {
 	fullCluster(t)
 	kind := fmt.Sprintf("Collected%d", time.Now().UnixNano())
-	s := newStore(t, kind)
+	s := newStoreOn(t, restConfig(t), kind)
 	ctx := t.Context()
 	owner, err := s.Create(ctx, store.Document{Meta: store.Meta{Kind: kind, Key: "owner"}, Spec: []byte(`{}`)})
 	if err != nil {

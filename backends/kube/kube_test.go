@@ -37,16 +37,26 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("golang.org/x/net/http2.(*ClientConn).readLoop"))
 }
 
-// restConfig returns the configuration of the API server scripts/test.sh
-// starts. Without one the test is skipped, except under CI, where it fails.
-func restConfig(t *testing.T) *rest.Config {
+// restConfig returns the configuration of the test cluster scripts/test.sh
+// starts (API server, controllers, scheduler, kwok's nodes). Without one the
+// test is skipped, except under CI, where it fails.
+func restConfig(t *testing.T) *rest.Config { return kubeconfig(t, "TEND_KUBECONFIG") }
+
+// storeConfig returns the configuration of the quiet API server
+// scripts/test.sh starts for the store's own tests: nothing else writes to
+// it, so only the tests move its revision.
+func storeConfig(t *testing.T) *rest.Config { return kubeconfig(t, "TEND_KUBE_STORE_KUBECONFIG") }
+
+// kubeconfig reads the kubeconfig whose path is in the environment variable
+// env.
+func kubeconfig(t *testing.T, env string) *rest.Config {
 	t.Helper()
-	path := os.Getenv("TEND_KUBECONFIG")
+	path := os.Getenv(env)
 	if path == "" {
 		if os.Getenv("CI") == "true" {
-			t.Fatal("TEND_KUBECONFIG is not set: CI must run `make test`, which starts a Kubernetes API server")
+			t.Fatalf("%s is not set: CI must run `make test`, which starts the Kubernetes API servers", env)
 		}
-		t.Skip("TEND_KUBECONFIG is not set; run `make test`, which starts a Kubernetes API server")
+		t.Skipf("%s is not set; run `make test`, which starts the Kubernetes API servers", env)
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", path)
 	if err != nil {
@@ -58,11 +68,16 @@ func restConfig(t *testing.T) *rest.Config {
 
 var namespaces atomic.Int64
 
-// newStore returns a store with kinds in a namespace of its own, with its
-// custom resources installed.
+// newStore returns a store on the quiet API server with kinds in a
+// namespace of its own, with its custom resources installed.
 func newStore(t *testing.T, kinds ...string) *kube.Store {
 	t.Helper()
-	cfg := restConfig(t)
+	return newStoreOn(t, storeConfig(t), kinds...)
+}
+
+// newStoreOn is newStore on the API server cfg reaches.
+func newStoreOn(t *testing.T, cfg *rest.Config, kinds ...string) *kube.Store {
+	t.Helper()
 	ns := storeNamespace(t, cfg)
 	s, err := kube.New(kube.Config{REST: cfg, Kinds: kinds, Namespace: ns})
 	if err != nil {
@@ -101,10 +116,10 @@ func storeNamespace(t *testing.T, cfg *rest.Config) string {
 }
 
 func TestConformance(t *testing.T) {
-	restConfig(t)
-	etcdURL := os.Getenv("TEND_KUBE_ETCD")
+	storeConfig(t)
+	etcdURL := os.Getenv("TEND_KUBE_STORE_ETCD")
 	if etcdURL == "" {
-		t.Fatal("TEND_KUBE_ETCD is not set: scripts/servers/kube.sh exports it with TEND_KUBECONFIG")
+		t.Fatal("TEND_KUBE_STORE_ETCD is not set: scripts/servers/kube.sh exports it with TEND_KUBE_STORE_KUBECONFIG")
 	}
 	storetest.Run(t, func(t *testing.T, kinds []string) store.Backend {
 		return &compacting{Store: newStore(t, kinds...), etcd: etcdURL}
@@ -130,7 +145,7 @@ func TestCompactedByServer(t *testing.T) {
 		}
 		revs = append(revs, d.Meta.Revision)
 	}
-	if err := etcdCompact(ctx, os.Getenv("TEND_KUBE_ETCD"), revs[2]); err != nil {
+	if err := etcdCompact(ctx, os.Getenv("TEND_KUBE_STORE_ETCD"), revs[2]); err != nil {
 		t.Fatal(err)
 	}
 	for _, from := range revs[:2] {
@@ -220,7 +235,7 @@ func TestNotInstalled(t *testing.T) {
 // document and the rights to grant.
 func TestForbidden(t *testing.T) {
 	admin := newStore(t, "Widget")
-	cfg := restConfig(t)
+	cfg := storeConfig(t)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: "tend-nobody"}
 	s, err := kube.New(kube.Config{REST: cfg, Kinds: []string{"Widget"}, Namespace: admin.Namespace()})
 	if err != nil {

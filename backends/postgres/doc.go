@@ -24,10 +24,15 @@
 // Each write is one read-committed transaction: it locks the document row
 // (SELECT … FOR UPDATE), checks the revision precondition and the rules of
 // finalizers in Go, then writes the row and appends the change to the
-// change log in one statement. Driver errors become store sentinels: a
+// change log in one statement. A status write, a controller's most frequent
+// write, needs no rule in Go: it is a single statement, and so a
+// transaction of its own, that locks the row, checks the revision and
+// writes, in one round trip. Driver errors become store sentinels: a
 // failed precondition is [store.ErrConflict], a unique violation
 // [store.ErrAlreadyExists]; deadlocks and serialization failures are retried,
-// and so is a transaction whose connection was lost before it committed.
+// and so is a transaction whose connection was lost before it committed
+// (for a status write: before its result came back, when the server
+// reported the failure).
 // A write that still cannot reach the server fails with [ErrUnavailable] and
 // wrote nothing (or, if the connection was lost during the commit itself, the
 // error says the outcome is unknown; the revision precondition makes a retry
@@ -42,7 +47,9 @@
 // after one with a higher revision. The lock is held for one statement and
 // the commit, which bounds write throughput by commit latency; the
 // alternative, tracking in-flight transactions, costs more than it saves
-// at a control plane's write rates.
+// at a control plane's write rates. A status write holds it only while the
+// server runs the statement and commits; other writes hold it also while
+// their COMMIT travels from the client.
 //
 // Each change is a row of the changes table: the revision, the event type
 // and the document as the change left it. A watch pages through it, and

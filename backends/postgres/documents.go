@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -9,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"go.uber.org/zap"
 
 	"github.com/tendhq/tend/store"
 )
@@ -200,7 +200,9 @@ func (s *Store) UpdateSpec(ctx context.Context, doc store.Document) (store.Docum
 	return out, err
 }
 
-// UpdateStatus writes the document's status.
+// UpdateStatus writes the document's status, in one statement (see
+// statements.updateStatus): one round trip, and the revision counter locked
+// only for the server's part of the write.
 func (s *Store) UpdateStatus(ctx context.Context, doc store.Document) (store.Document, error) {
 	const op = "update status"
 	m := &doc.Meta
@@ -210,22 +212,40 @@ func (s *Store) UpdateStatus(ctx context.Context, doc store.Document) (store.Doc
 	if err := s.checkKind(op, m.Kind, m.Key, true); err != nil {
 		return store.Document{}, err
 	}
-	var out store.Document
-	err := s.inTx(ctx, op, m.Kind, m.Key, func(tx pgx.Tx) error {
-		cur, err := s.current(ctx, tx, op, m.Kind, m.Key, m.Revision)
-		if err != nil {
-			return err
-		}
-		if bytes.Equal(cur.Status, doc.Status) {
-			out = cur
-			return nil
-		}
-		next := cur
-		next.Status = doc.Status
-		out, err = s.put(ctx, tx, next, false, store.Modified)
+	var lease, fence any // NULL: not fenced
+	f, fenced := store.FenceFrom(ctx)
+	if fenced {
+		lease, fence = f.Lease, f.Token
+	}
+	var (
+		held, written bool
+		out           store.Document
+	)
+	found, err := s.statement(ctx, func(row pgx.Row) (err error) {
+		out, err = scanDoc(row, &held, &written)
 		return err
-	})
-	return out, err
+	}, s.sql.updateStatus, m.Kind, m.Key, m.Revision, orNull(doc.Status), lease, fence)
+	switch {
+	case err != nil:
+		return store.Document{}, s.translate(ctx, op, m.Kind, m.Key, err)
+	case !found && fenced:
+		// A fenced writer of a missing document learns first, as from any
+		// other write, whether its lease is lost: inTx checks the fence
+		// before it runs the function.
+		return store.Document{}, s.inTx(ctx, op, m.Kind, m.Key, func(pgx.Tx) error {
+			return &store.Error{Op: op, Kind: m.Kind, Key: m.Key, Err: store.ErrNotFound}
+		})
+	case !found:
+		return store.Document{}, &store.Error{Op: op, Kind: m.Kind, Key: m.Key, Err: store.ErrNotFound}
+	case !held:
+		return store.Document{}, fencedError(op, m.Kind, m.Key, f)
+	case !written && out.Meta.Revision != m.Revision:
+		return store.Document{}, &store.Error{Op: op, Kind: m.Kind, Key: m.Key,
+			Err: fmt.Errorf("%w: revision %d is not the stored %d", store.ErrConflict, m.Revision, out.Meta.Revision)}
+	case written:
+		s.pruneAfter(ctx, out.Meta.Revision)
+	}
+	return out, nil
 }
 
 // Delete removes the document, or marks it Terminating if it has
@@ -299,15 +319,33 @@ func (s *Store) put(ctx context.Context, tx pgx.Tx, next store.Document, termina
 // pruneEvery is how many revisions pass between discards of old history.
 const pruneEvery = 1024
 
-// prune discards the history older than Config.History revisions, every
-// pruneEvery revisions (or every History revisions if that is fewer), in
-// the transaction that wrote rev.
+// pruneDue reports whether the write of revision rev discards old history:
+// every pruneEvery revisions (or every History revisions if that is fewer).
+func (s *Store) pruneDue(rev int64) bool {
+	return rev%min(pruneEvery, s.history) == 0 && rev > s.history
+}
+
+// prune discards the history older than Config.History revisions when
+// pruneDue says so, in the transaction that wrote rev.
 func (s *Store) prune(ctx context.Context, tx pgx.Tx, rev int64) error {
-	if rev%min(pruneEvery, s.history) != 0 || rev <= s.history {
+	if !s.pruneDue(rev) {
 		return nil
 	}
 	_, err := tx.Exec(ctx, s.sql.compact, rev-s.history)
 	return err
+}
+
+// pruneAfter is prune for a write already committed: it discards the history
+// in a transaction of its own. A failure is only logged, since the next due
+// revision discards everything this one would have.
+func (s *Store) pruneAfter(ctx context.Context, rev int64) {
+	if !s.pruneDue(rev) {
+		return
+	}
+	if _, err := s.pool.Exec(ctx, s.sql.compact, rev-s.history); err != nil && ctx.Err() == nil {
+		s.log.Warn("discarding old change history failed; the next discard catches up",
+			zap.Int64("revision", rev), zap.Error(err))
+	}
 }
 
 // Compact discards the change history up to and including revision. See

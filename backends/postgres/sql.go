@@ -22,6 +22,7 @@ type statements struct {
 	get, lock, fence                          string
 	listRevision, listPrefix                  string
 	create, put, remove, removeQuiet          string
+	updateStatus                              string
 	compactCheck, compact, currentCompaction  string
 	changes                                   string
 	acquire, leaseHolder, renew, release, lst string
@@ -30,13 +31,19 @@ type statements struct {
 // bump takes the next revision. Every write takes it as its last lock, so
 // revisions commit in order: a watcher that has read revision n has seen
 // every revision before it.
+//
+// The statements read rev through scalar subqueries, (SELECT value FROM
+// rev), and never join it: the planner cannot know that the counter table
+// holds one row until the table is analyzed, and a join would multiply its
+// guess (a thousand rows or so) into plans costly enough to be compiled
+// (JIT) at every execution.
 const bump = `rev AS (UPDATE {s}.revision SET value = value + 1 RETURNING value)`
 
 // logChange records the document a write returned in d as change rev.
 const logChange = `c AS (INSERT INTO {s}.changes (revision, type, kind, key, uid, doc_revision, generation, created_at,
 	updated_at, deletion_requested_at, finalizers, owners, labels, spec, status)
-	SELECT rev.value, %s, ` + "d.kind, d.key, d.uid, d.revision, d.generation, d.created_at, d.updated_at," +
-	` d.deletion_requested_at, d.finalizers, d.owners, d.labels, d.spec, d.status FROM d, rev)`
+	SELECT (SELECT value FROM rev), %s, ` + "d.kind, d.key, d.uid, d.revision, d.generation, d.created_at, d.updated_at," +
+	` d.deletion_requested_at, d.finalizers, d.owners, d.labels, d.spec, d.status FROM d)`
 
 func newStatements(schema string) statements {
 	q := pgx.Identifier{schema}.Sanitize()
@@ -55,16 +62,16 @@ func newStatements(schema string) statements {
 		create: sub(`WITH ` + bump + `,
 			d AS (INSERT INTO {s}.documents (kind, key, uid, revision, generation, created_at, updated_at,
 					finalizers, owners, owner_uids, labels, spec)
-				SELECT $1, $2, $3, rev.value, 1, now(), now(), $4, $5, $6, $7, $8 FROM rev
+				VALUES ($1, $2, $3, (SELECT value FROM rev), 1, now(), now(), $4, $5, $6, $7, $8)
 				RETURNING ` + docCols + `),
 			` + fmt.Sprintf(logChange, "1") + `
 			SELECT ` + docCols + ` FROM d`),
 		// put writes every mutable column; $11 is the event type logged.
 		put: sub(`WITH ` + bump + `,
-			d AS (UPDATE {s}.documents SET revision = rev.value, updated_at = now(), generation = $3,
+			d AS (UPDATE {s}.documents SET revision = (SELECT value FROM rev), updated_at = now(), generation = $3,
 					deletion_requested_at = CASE WHEN $4 THEN now() ELSE deletion_requested_at END,
 					finalizers = $5, owners = $6, owner_uids = $7, labels = $8, spec = $9, status = $10
-				FROM rev WHERE kind = $1 AND key = $2
+				WHERE kind = $1 AND key = $2
 				RETURNING ` + docCols + `),
 			` + fmt.Sprintf(logChange, "$11::smallint") + `
 			SELECT ` + docCols + ` FROM d`),
@@ -73,6 +80,29 @@ func newStatements(schema string) statements {
 			d AS (DELETE FROM {s}.documents WHERE kind = $1 AND key = $2 RETURNING ` + docCols + `),
 			` + fmt.Sprintf(logChange, "3") + `
 			SELECT rev.value FROM rev`),
+		// updateStatus is a status write in one statement, and so in a
+		// transaction of its own: the revision counter is locked only while
+		// the server runs it and commits, never across a round trip to the
+		// client. It locks the fence's lease ($5, NULL for none, at fence
+		// $6) and the document before it takes the counter, as inTx and put
+		// do, and writes only if the lease is held, the stored revision is
+		// $3 and the stored status is not $4 already. Its one row is
+		// (lease held, written, the document as written or else as stored);
+		// there is none if the document does not exist.
+		updateStatus: sub(`WITH
+			fence AS (SELECT $5::text IS NULL OR EXISTS (SELECT FROM {s}.leases
+				WHERE name = $5 AND fence = $6 AND held AND expires > now() FOR SHARE) AS held),
+			cur AS (SELECT ` + docCols + ` FROM {s}.documents WHERE kind = $1 AND key = $2 FOR UPDATE),
+			rev AS (UPDATE {s}.revision SET value = value + 1
+				WHERE (SELECT held FROM fence) AND (SELECT revision = $3 AND status IS DISTINCT FROM $4 FROM cur)
+				RETURNING value),
+			d AS (UPDATE {s}.documents SET revision = (SELECT value FROM rev), updated_at = now(), status = $4
+				WHERE kind = $1 AND key = $2 AND EXISTS (SELECT FROM rev)
+				RETURNING ` + docCols + `),
+			` + fmt.Sprintf(logChange, "2") + `
+			SELECT (SELECT held FROM fence), true, ` + docCols + ` FROM d
+			UNION ALL
+			SELECT (SELECT held FROM fence), false, ` + docCols + ` FROM cur WHERE NOT EXISTS (SELECT FROM d)`),
 		// removeQuiet deletes a document whose removal put already logged.
 		removeQuiet: sub(`DELETE FROM {s}.documents WHERE kind = $1 AND key = $2`),
 

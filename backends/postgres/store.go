@@ -226,8 +226,7 @@ func (s *Store) tryTx(ctx context.Context, op, kind, key string, fn func(pgx.Tx)
 			return err
 		}
 		if !held {
-			return &store.Error{Op: op, Kind: kind, Key: key,
-				Err: fmt.Errorf("%w: lease %q is no longer held at token %d", store.ErrFenced, f.Lease, f.Token)}
+			return fencedError(op, kind, key, f)
 		}
 	}
 	if err := fn(tx); err != nil {
@@ -240,6 +239,68 @@ func (s *Store) tryTx(ctx context.Context, op, kind, key string, fn func(pgx.Tx)
 		return err
 	}
 	return nil
+}
+
+// fencedError is the error of a write refused because the lease of its fence
+// f is no longer held at f's token.
+func fencedError(op, kind, key string, f store.Fence) error {
+	return &store.Error{Op: op, Kind: kind, Key: key,
+		Err: fmt.Errorf("%w: lease %q is no longer held at token %d", store.ErrFenced, f.Lease, f.Token)}
+}
+
+// statement runs query, a write that is one statement and so one
+// transaction of its own, and calls scan on the row it returns, if any; it
+// reports whether there was one. It retries the statement when it surely
+// wrote nothing: it was never sent, or the server reported its failure (a
+// deadlock, a serialization failure, the session terminated) before a row
+// came back, so the statement did not complete and its transaction did not
+// commit. A connection lost otherwise leaves the outcome unknown, and the
+// error wraps errCommitUnknown.
+func (s *Store) statement(ctx context.Context, scan func(pgx.Row) error, query string, args ...any) (bool, error) {
+	var err error
+	for range maxAttempts {
+		var found bool
+		found, err = s.statementOnce(ctx, scan, query, args)
+		if err == nil {
+			return found, nil
+		}
+		var pe *pgconn.PgError
+		switch {
+		case ctx.Err() != nil:
+			return false, err
+		case found && isConnectionError(err):
+			return false, fmt.Errorf("%w: %w", errCommitUnknown, err)
+		case found:
+			return false, err
+		case pgconn.SafeToRetry(err):
+		case errors.As(err, &pe):
+			if !retryable(ctx, err) {
+				return false, err
+			}
+		case isConnectionError(err):
+			return false, fmt.Errorf("%w: %w", errCommitUnknown, err)
+		default:
+			return false, err
+		}
+	}
+	return false, err
+}
+
+// statementOnce runs query once for statement.
+func (s *Store) statementOnce(ctx context.Context, scan func(pgx.Row) error, query string, args []any) (bool, error) {
+	rows, err := s.pool.Query(ctx, query, args...)
+	if err != nil {
+		return false, err
+	}
+	defer rows.Close()
+	found := rows.Next()
+	if found {
+		if err := scan(rows); err != nil {
+			return true, err
+		}
+	}
+	rows.Close()
+	return found, rows.Err()
 }
 
 // retryable reports whether err came from a transaction that wrote nothing

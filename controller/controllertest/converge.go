@@ -26,6 +26,10 @@ type ConvergeConfig struct {
 	// Workers is how many documents the controller reconciles at once. Zero
 	// means 8.
 	Workers int
+	// ServerCPU, if set, returns the CPU time the backend's server has used
+	// so far, for a server outside the benchmark's process; Converge then
+	// reports what it used while converging, as server-cpu-s/converge.
+	ServerCPU func() (time.Duration, error)
 }
 
 // The gateway-like machine [Converge] drives.
@@ -115,7 +119,12 @@ func (c *countingBackend) Delete(ctx context.Context, kind, key string, opts sto
 //     writes measured before the run;
 //   - overhead: s/converge ÷ (writes × write latency). Below 1, the
 //     workers' writes overlapped; above 1, time went elsewhere than into
-//     writes.
+//     writes;
+//   - cpu-s/converge: the CPU time the benchmark's process used while
+//     converging (an embedded server's included), and, with
+//     [ConvergeConfig].ServerCPU, server-cpu-s/converge: the server's. On
+//     a shared machine they measure the work done, whatever the wall clock
+//     says.
 func Converge(b *testing.B, cfg ConvergeConfig) {
 	if cfg.Open == nil {
 		b.Fatal("controllertest: ConvergeConfig.Open is nil")
@@ -130,25 +139,53 @@ func Converge(b *testing.B, cfg ConvergeConfig) {
 	if docs < 0 || workers < 0 {
 		b.Fatal("controllertest: ConvergeConfig.Documents and Workers must not be negative")
 	}
-	var elapsed, latency time.Duration
-	var writes int64
+	var total run
 	for range b.N {
-		e, w, l, err := converge(b, cfg.Open(b, []string{convergeKind}), docs, workers)
+		r, err := converge(b, cfg, cfg.Open(b, []string{convergeKind}), docs, workers)
 		if err != nil {
 			b.Fatal(err)
 		}
-		elapsed, writes, latency = elapsed+e, writes+w, latency+l
+		total.elapsed += r.elapsed
+		total.writes += r.writes
+		total.latency += r.latency
+		total.cpu += r.cpu
+		total.serverCPU += r.serverCPU
 	}
 	n := float64(b.N)
-	b.ReportMetric(elapsed.Seconds()/n, "s/converge")
-	b.ReportMetric(float64(writes)/n, "writes/converge")
-	b.ReportMetric(float64(latency.Nanoseconds())/1e6/n, "write-ms")
-	b.ReportMetric(float64(elapsed)/(float64(writes)*float64(latency)/n), "overhead")
+	b.ReportMetric(total.elapsed.Seconds()/n, "s/converge")
+	b.ReportMetric(float64(total.writes)/n, "writes/converge")
+	b.ReportMetric(float64(total.latency.Nanoseconds())/1e6/n, "write-ms")
+	b.ReportMetric(float64(total.elapsed)/(float64(total.writes)*float64(total.latency)/n), "overhead")
+	if _, ok := processCPU(); ok {
+		b.ReportMetric(total.cpu.Seconds()/n, "cpu-s/converge")
+	}
+	if cfg.ServerCPU != nil {
+		b.ReportMetric(total.serverCPU.Seconds()/n, "server-cpu-s/converge")
+	}
 }
 
-// converge runs one convergence and returns its time, its writes and the
-// single-write latency.
-func converge(b *testing.B, backend store.Backend, docs, workers int) (time.Duration, int64, time.Duration, error) {
+// run is what one convergence measured.
+type run struct {
+	elapsed   time.Duration // until every document was Started
+	writes    int64         // store writes meanwhile
+	latency   time.Duration // of one sequential status write, measured before
+	cpu       time.Duration // used by this process meanwhile
+	serverCPU time.Duration // used by the server meanwhile, with ConvergeConfig.ServerCPU
+}
+
+// cpuTimes returns the CPU time of this process (zero where unknown) and,
+// with cfg.ServerCPU, of the server.
+func cpuTimes(cfg ConvergeConfig) (proc, server time.Duration, err error) {
+	proc, _ = processCPU()
+	if cfg.ServerCPU == nil {
+		return proc, 0, nil
+	}
+	server, err = cfg.ServerCPU()
+	return proc, server, err
+}
+
+// converge runs one convergence and returns what it measured.
+func converge(b *testing.B, cfg ConvergeConfig, backend store.Backend, docs, workers int) (run, error) {
 	b.StopTimer()
 	defer b.StartTimer()
 	ctx, cancel := context.WithCancel(b.Context())
@@ -156,15 +193,15 @@ func converge(b *testing.B, backend store.Backend, docs, workers int) (time.Dura
 	counted := &countingBackend{Backend: backend}
 	gws, err := store.NewCollection[gwSpec, gwStatus](counted, convergeKind, store.CollectionConfig{})
 	if err != nil {
-		return 0, 0, 0, err
+		return run{}, err
 	}
 	latency, err := writeLatency(ctx, backend)
 	if err != nil {
-		return 0, 0, 0, err
+		return run{}, err
 	}
 	m, err := gatewayMachine()
 	if err != nil {
-		return 0, 0, 0, err
+		return run{}, err
 	}
 	instant := func(context.Context, *store.Object[gwSpec, gwStatus], string) (sm.Outcome, error) {
 		return sm.Done, nil
@@ -183,17 +220,21 @@ func converge(b *testing.B, backend store.Backend, docs, workers int) (time.Dura
 		Steps: steps, Observers: observers, MetricsRegisterer: reg,
 	})
 	if err != nil {
-		return 0, 0, 0, err
+		return run{}, err
 	}
 	c, err := controller.New(controller.Config{Name: "gateways", Reconciler: d, Sources: []controller.Source{d.Source()}, Workers: workers})
 	if err != nil {
-		return 0, 0, 0, err
+		return run{}, err
 	}
 	if err := createAll(ctx, gws, docs); err != nil {
-		return 0, 0, 0, err
+		return run{}, err
 	}
 
 	counted.writes.Store(0)
+	cpu0, server0, err := cpuTimes(cfg)
+	if err != nil {
+		return run{}, err
+	}
 	b.StartTimer()
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -202,24 +243,28 @@ func converge(b *testing.B, backend store.Backend, docs, workers int) (time.Dura
 	for {
 		n, err := started(reg)
 		if err != nil {
-			return 0, 0, 0, err
+			return run{}, err
 		}
 		if n >= docs {
 			break
 		}
 		if err := sleep(ctx, 10*time.Millisecond); err != nil {
-			return 0, 0, 0, err
+			return run{}, err
 		}
 	}
-	elapsed := time.Since(start)
-	writes := counted.writes.Load()
+	r := run{elapsed: time.Since(start), writes: counted.writes.Load(), latency: latency}
+	cpu1, server1, err := cpuTimes(cfg)
+	if err != nil {
+		return run{}, err
+	}
+	r.cpu, r.serverCPU = cpu1-cpu0, server1-server0
 	b.StopTimer()
 	cancel()
 	wg.Wait()
 	if err := <-runErr; err != nil && !errors.Is(err, context.Canceled) {
-		return 0, 0, 0, err
+		return run{}, err
 	}
-	return elapsed, writes, latency, nil
+	return r, nil
 }
 
 // writeLatency returns the mean latency of sequential status writes to a

@@ -14,6 +14,14 @@
 //
 //	go run ./examples/workspace -s3-endpoint http://127.0.0.1:7070
 //
+// With -kubeconfig the containers are Pods and the volumes
+// PersistentVolumeClaims bound to host-path PersistentVolumes of the cluster
+// the kubeconfig names (package kube), in a namespace the scenario creates
+// and deletes; the volumes' directories must be on this host, as on the
+// cluster make test starts, where kwok plays the nodes:
+//
+//	go run ./examples/workspace -kubeconfig "$TEND_KUBECONFIG"
+//
 // See README.md beside this file.
 package main
 
@@ -40,6 +48,8 @@ func main() {
 	s3Endpoint := flag.String("s3-endpoint", "", "keep the archives on this S3-compatible server (http://host:port) instead of in a directory; keys from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
 	s3Bucket := flag.String("s3-bucket", "", "the bucket for -s3-endpoint, created when missing; it must hold no objects, as the scenario checks that it leaves none (default: a new bucket per run)")
 	s3Region := flag.String("s3-region", "", "the region for -s3-endpoint (default us-east-1)")
+	kubeconfig := flag.String("kubeconfig", "", "run the containers as Pods and the volumes as PersistentVolumeClaims of this cluster, whose nodes see this host's directories (as kwok's do), in a namespace created for the run")
+	image := flag.String("image", "workspace:latest", "the containers' image with -kubeconfig: on a cluster with kubelets, the workspace server's (examples/workspace/docker/server) from a registry it can pull")
 	flag.Parse()
 
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -68,7 +78,11 @@ func main() {
 		defer os.RemoveAll(dir)
 	}
 	start := time.Now()
-	if err := run(ctx, dir, objects, os.Stdout); err != nil {
+	runScenario := func() error { return run(ctx, dir, objects, os.Stdout) }
+	if *kubeconfig != "" {
+		runScenario = func() error { return runCluster(ctx, *kubeconfig, *image, dir, objects, os.Stdout) }
+	}
+	if err := runScenario(); err != nil {
 		fmt.Fprintln(os.Stderr, "workspace: scenario failed:", err)
 		cancel()
 		if !*keep {

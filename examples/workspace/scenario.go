@@ -114,15 +114,32 @@ func (b *board) say(format string, args ...any) {
 	fmt.Fprintf(b.out, "\n%6.2fs  ▶ %s\n", time.Since(b.start).Seconds(), fmt.Sprintf(format, args...))
 }
 
-// run runs the scenario in dir, with the archives in objects; nil means a
-// directory under dir.
+// world is where the scenario's workspaces live: the backends that run
+// their containers and keep their volumes, and a way into their homes.
+type world struct {
+	instances dataplane.InstanceController
+	storage   dataplane.StorageProvider
+	home      home
+	image     string // the containers' image
+}
+
+// workspaces are the scenario's workspace ids.
+var workspaces = []string{"alice", "bob"}
+
+// home reads and writes files in a workspace's home, as its user would.
+type home interface {
+	// where says how the home of workspace id is reached.
+	where(ctx context.Context, id string) string
+	put(ctx context.Context, id, file, content string) error
+	get(ctx context.Context, id, file string) (string, error)
+}
+
+// run runs the scenario on the embedded default in dir, with the archives
+// in objects; nil means a directory under dir.
 func run(ctx context.Context, dir string, objects objstore.Store, out io.Writer) error {
-	if objects == nil {
-		d, err := objstore.NewDir(filepath.Join(dir, "objects"))
-		if err != nil {
-			return err
-		}
-		objects = d
+	objects, err := defaultObjects(dir, objects)
+	if err != nil {
+		return err
 	}
 	storage, err := local.NewStorage(local.StorageConfig{Dir: dir, Objects: objects})
 	if err != nil {
@@ -133,11 +150,26 @@ func run(ctx context.Context, dir string, objects objstore.Store, out io.Writer)
 		return err
 	}
 	defer instances.Close()
+	return play(ctx, world{instances: instances, storage: storage, home: containerHomes{instances}, image: "workspace:latest"}, objects, out)
+}
+
+// defaultObjects returns objects, or when it is nil a directory store under
+// dir.
+func defaultObjects(dir string, objects objstore.Store) (objstore.Store, error) {
+	if objects != nil {
+		return objects, nil
+	}
+	return objstore.NewDir(filepath.Join(dir, "objects"))
+}
+
+// play runs the scenario's controller and board in w until the scenario
+// ends.
+func play(ctx context.Context, w world, objects objstore.Store, out io.Writer) error {
 	mem, err := memory.New(memory.Config{Kinds: []string{dataplane.Kind}})
 	if err != nil {
 		return err
 	}
-	ctrl, err := dataplane.New(dataplane.Config{Store: mem, Instances: instances, Storage: storage, WaitInterval: 50 * time.Millisecond})
+	ctrl, err := dataplane.New(dataplane.Config{Store: mem, Instances: w.instances, Storage: w.storage, WaitInterval: 50 * time.Millisecond})
 	if err != nil {
 		return err
 	}
@@ -146,18 +178,17 @@ func run(ctx context.Context, dir string, objects objstore.Store, out io.Writer)
 	g, gctx := errgroup.WithContext(runCtx)
 	g.Go(func() error { return ctrl.Run(gctx) })
 	g.Go(func() error { return b.follow(gctx, ctrl.Collection()) })
-	err = scenario(gctx, b, ctrl, instances, objects)
+	err = scenario(gctx, b, ctrl, w, objects)
 	stop()
 	return errors.Join(err, g.Wait())
 }
 
-func scenario(ctx context.Context, b *board, ctrl *dataplane.Controller, instances *local.Instances, objects objstore.Store) error {
-	const image = "workspace:latest"
+func scenario(ctx context.Context, b *board, ctrl *dataplane.Controller, w world, objects objstore.Store) error {
 	b.say("create alice (RUNNING) and bob (STANDBY)")
-	if _, err := ctrl.Create(ctx, "alice", dataplane.Spec{State: dataplane.StateRunning, Image: image}); err != nil {
+	if _, err := ctrl.Create(ctx, "alice", dataplane.Spec{State: dataplane.StateRunning, Image: w.image}); err != nil {
 		return err
 	}
-	if _, err := ctrl.Create(ctx, "bob", dataplane.Spec{State: dataplane.StateStandby, Image: image}); err != nil {
+	if _, err := ctrl.Create(ctx, "bob", dataplane.Spec{State: dataplane.StateStandby, Image: w.image}); err != nil {
 		return err
 	}
 	if err := errors.Join(b.wait(ctx, "alice", "RUNNING"), b.wait(ctx, "bob", "STANDBY")); err != nil {
@@ -165,8 +196,8 @@ func scenario(ctx context.Context, b *board, ctrl *dataplane.Controller, instanc
 	}
 
 	const file, content = "projects/hello.txt", "hello from alice's home\n"
-	b.say("write %s into alice's home through her container (%s)", file, instances.Addr("alice"))
-	if err := put(ctx, instances.Addr("alice"), file, content); err != nil {
+	b.say("write %s into alice's home %s", file, w.home.where(ctx, "alice"))
+	if err := w.home.put(ctx, "alice", file, content); err != nil {
 		return err
 	}
 
@@ -186,7 +217,7 @@ func scenario(ctx context.Context, b *board, ctrl *dataplane.Controller, instanc
 	if err := setAndWait(ctx, b, ctrl, "alice", dataplane.StateRunning, "RUNNING"); err != nil {
 		return err
 	}
-	got, err := get(ctx, instances.Addr("alice"), file)
+	got, err := w.home.get(ctx, "alice", file)
 	if err != nil {
 		return err
 	}
@@ -226,7 +257,7 @@ func scenario(ctx context.Context, b *board, ctrl *dataplane.Controller, instanc
 	}
 
 	b.say("delete alice and bob (deleted_at set first; bob steps down: archive, then delete)")
-	for _, id := range []string{"alice", "bob"} {
+	for _, id := range workspaces {
 		if _, err := ctrl.Delete(ctx, id); err != nil {
 			return err
 		}
@@ -246,8 +277,8 @@ func scenario(ctx context.Context, b *board, ctrl *dataplane.Controller, instanc
 	if err != nil {
 		return err
 	}
-	for _, id := range []string{"alice", "bob"} {
-		if ok, _ := instances.IsRunning(ctx, id); ok {
+	for _, id := range workspaces {
+		if ok, _ := w.instances.IsRunning(ctx, id); ok {
 			return fmt.Errorf("container ws-%s still running", id)
 		}
 	}
@@ -264,10 +295,18 @@ func setAndWait(ctx context.Context, b *board, ctrl *dataplane.Controller, id st
 	return b.wait(ctx, id, phase)
 }
 
+// containerHomes reaches a workspace's home through its container, which
+// serves it over HTTP.
+type containerHomes struct{ instances *local.Instances }
+
+func (c containerHomes) where(_ context.Context, id string) string {
+	return "through the container (" + c.instances.Addr(id) + ")"
+}
+
 var client = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 
-func put(ctx context.Context, addr, file, content string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, "http://"+addr+"/"+file, strings.NewReader(content))
+func (c containerHomes) put(ctx context.Context, id, file, content string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, "http://"+c.instances.Addr(id)+"/"+file, strings.NewReader(content))
 	if err != nil {
 		return err
 	}
@@ -282,8 +321,8 @@ func put(ctx context.Context, addr, file, content string) error {
 	return nil
 }
 
-func get(ctx context.Context, addr, file string) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/"+file, nil)
+func (c containerHomes) get(ctx context.Context, id, file string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+c.instances.Addr(id)+"/"+file, nil)
 	if err != nil {
 		return "", err
 	}

@@ -224,4 +224,5 @@ replace k8s.io/streaming v0.0.0 => k8s.io/streaming v0.37.1
 tool (
 	k8s.io/kubernetes/cmd/kube-apiserver
 	k8s.io/kubernetes/cmd/kube-controller-manager
+	k8s.io/kubernetes/cmd/kube-scheduler
 )

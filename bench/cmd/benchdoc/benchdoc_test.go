@@ -109,6 +109,27 @@ func TestAllocs(t *testing.T) {
 	}
 }
 
+// TestUnits covers the units of the cascade table: a time per document
+// prints as a duration, per-delete milliseconds as milliseconds, an x- ratio
+// as a factor, and anything else with its unit.
+func TestUnits(t *testing.T) {
+	for _, c := range []struct {
+		unit         string
+		v            float64
+		want, better string
+	}{
+		{"ns/document", 22870, "22.87 µs", "faster"},
+		{"ms/delete", 8.192, "8.19 ms", "faster"},
+		{"x-faster-than-seed", 732.3, "732.3×", "more"},
+		{"writes/delete", 35, "35 writes/delete", "better"},
+	} {
+		u := unitOf(c.unit)
+		if got := u.format(c.v); got != c.want || u.better != c.better {
+			t.Errorf("unit %s: %v prints %q, better %q; want %q, %q", c.unit, c.v, got, u.better, c.want, c.better)
+		}
+	}
+}
+
 func TestParseErrors(t *testing.T) {
 	for name, text := range map[string]string{
 		"no command line": "BenchmarkOp-2 1 10 ns/op\n",

@@ -28,6 +28,20 @@ func unitOf(name string) unit {
 		return unit{func(v float64) string { return fmt.Sprintf("%.0f MiB", v) }, "less", "more"}
 	case name == "s/converge":
 		return unit{func(v float64) string { return fmt.Sprintf("%.2f s", v) }, "faster", "slower"}
+	case name == "ns/document":
+		return unit{duration, "faster", "slower"}
+	case strings.HasPrefix(name, "ms/"):
+		return unit{func(v float64) string { return fmt.Sprintf("%.2f ms", v) }, "faster", "slower"}
+	case strings.HasPrefix(name, "x-"):
+		return unit{func(v float64) string { return ratio(v) + "×" }, "more", "less"}
+	case name == "ns/delivery":
+		return unit{duration, "faster", "slower"}
+	case name == "writes/converge":
+		return unit{func(v float64) string { return fmt.Sprintf("%.0f", v) }, "fewer", "more"}
+	case name == "overhead":
+		return unit{func(v float64) string { return fmt.Sprintf("%.2f", v) }, "lower", "higher"}
+	case strings.HasSuffix(name, "cpu-s/converge"):
+		return unit{func(v float64) string { return fmt.Sprintf("%.1f s", v) }, "less", "more"}
 	}
 	return unit{func(v float64) string { return fmt.Sprintf("%.3g %s", v, name) }, "better", "worse"}
 }

@@ -21,7 +21,8 @@ type row struct {
 
 // tables are the generated sections, with the targets the issues set for
 // them: the workqueue's in issue 2, the store's in issue 4, the
-// controller's (dispatch, convergence) in issue 5.
+// controller's (dispatch, convergence) in issue 5, the PostgreSQL and etcd
+// backends' in issue 7.
 var tables = []table{
 	{
 		name:    "workqueue",
@@ -131,6 +132,74 @@ var tables = []table{
 				bench: []string{"StoreList/owner/1000"}},
 		},
 	},
+	// The cascade benchmarks of package cascade and of the gateway example,
+	// with issue 6's target for the gateway's cascade delete.
+	{
+		name:    "cascade",
+		columns: []string{"tend"},
+		rows: []row{
+			{label: "background delete of a gateway owning 100 routes, each owning a secret (201 documents), per document",
+				unit: "ns/document", bench: []string{"Cascade/Background/100"}},
+			{label: "same, 1,000 routes (2,001 documents)", unit: "ns/document", bench: []string{"Cascade/Background/1000"}},
+			{label: "same, 5,000 routes (10,001 documents)", unit: "ns/document", bench: []string{"Cascade/Background/5000"}},
+			{label: "foreground delete of a gateway owning 100 routes, each owning a secret (201 documents), per document",
+				unit: "ns/document", bench: []string{"Cascade/Foreground/100"}},
+			{label: "same, 1,000 routes (2,001 documents)", unit: "ns/document", bench: []string{"Cascade/Foreground/1000"}},
+			{label: "same, 5,000 routes (10,001 documents)", unit: "ns/document", bench: []string{"Cascade/Foreground/5000"}},
+			{label: "gateway example: ordered cascade delete of one gateway, zero simulated delay, memory store", unit: "ms/delete",
+				bench: []string{"CascadeDelete"}, target: []check{below(50)}},
+			{label: "same: store writes per delete", unit: "writes/delete", bench: []string{"CascadeDelete"}},
+			{label: "same: speed-up over the seed's design (one step per 1 s tick, ≥ 6 s)", unit: "x-faster-than-seed",
+				bench: []string{"CascadeDelete"}},
+		},
+	},
+	{
+		name:    "expectations",
+		columns: []string{"tend"},
+		rows: []row{
+			{label: "Counts: expect one creation, observe it, check, per key", unit: "ns/op", allocs: true,
+				bench: []string{"CountsCycle"}},
+			{label: "Names: the same with one named dependent", unit: "ns/op", allocs: true,
+				bench: []string{"NamesCycle"}},
+			{label: "Gate: one write, its watch event observed, one check", unit: "ns/op", allocs: true,
+				bench: []string{"GateCycle"}},
+		},
+	},
+	backend("postgres", "PostgreSQL", true),
+	backend("etcd", "etcd", false),
+}
+
+// backend returns the table of the benchmarks of backends/NAME, the store
+// on server, with issue 7's targets for the convergence of 10,000 documents.
+// serverCPU says whether the server is a process of its own, whose CPU time
+// the benchmark reports apart.
+func backend(name, server string, serverCPU bool) table {
+	rows := []row{
+		{label: "one status write (UpdateStatus), sequential", unit: "ns/op", bench: []string{"UpdateStatus"}},
+		{label: "watch delivery: from the start of a status write to its event out of Next", unit: "ns/delivery",
+			bench: []string{"WatchDelivery"}},
+	}
+	for _, workers := range []int{8, 32} {
+		b := []string{fmt.Sprintf("Converge/workers-%d", workers)}
+		rows = append(rows,
+			row{label: fmt.Sprintf("10,000 documents Creating → Started, gateway machine, instant steps, %s, %d workers: time", server, workers),
+				unit: "s/converge", bench: b, target: []check{below(60)}},
+			row{label: "same: overhead, time ÷ (store writes × single-write latency)", unit: "overhead", bench: b,
+				target: []check{atMost(2)}},
+			row{label: "same: store writes", unit: "writes/converge", bench: b},
+			row{label: "same: single-write latency, measured before the run", unit: "write-ms", bench: b},
+		)
+		if serverCPU {
+			rows = append(rows,
+				row{label: "same: CPU time of the benchmark process (controller and client)", unit: "cpu-s/converge", bench: b},
+				row{label: "same: CPU time of the " + server + " server", unit: "server-cpu-s/converge", bench: b})
+		} else {
+			rows = append(rows,
+				row{label: "same: CPU time of the benchmark process (controller, client and the " + server + " member)",
+					unit: "cpu-s/converge", bench: b})
+		}
+	}
+	return table{name: name, columns: []string{"tend"}, rows: rows}
 }
 
 // each names the workqueue benchmark pattern for tend, client-go and

@@ -37,8 +37,8 @@ type StorageConfig struct {
 // is a volume of its own, ws-{id}-home-restored, created empty after a
 // restore completes with the archive key in its [LabelRestoredFrom] label.
 type Storage struct {
-	cli  *client.Client
-	jobs *archive.Jobs
+	*dataplane.HostVolumes // Archive, Restore, ArchiveReady
+	cli                    *client.Client
 }
 
 var _ dataplane.StorageProvider = (*Storage)(nil)
@@ -52,21 +52,18 @@ func NewStorage(cfg StorageConfig) (*Storage, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Storage{cli: cfg.Client, jobs: jobs}, nil
+	s := &Storage{cli: cfg.Client}
+	s.HostVolumes, err = dataplane.NewHostVolumes(dataplane.HostVolumesConfig{Jobs: jobs, Dir: s.Mountpoint, Mark: s.mark})
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // MarkerName returns the name of the volume holding workspace id's restore
 // marker: ws-{id}-home-restored. It never equals a home volume's name,
 // which ends in -home.
 func MarkerName(id string) string { return local.VolumeName(id) + "-restored" }
-
-// terminal marks the archive jobs' terminal errors for the controller.
-func terminal(err error) error {
-	if archive.Terminal(err) {
-		return controller.Terminal(err)
-	}
-	return err
-}
 
 // Mountpoint returns the host directory holding workspace id's volume, or
 // "" when the volume does not exist.
@@ -121,55 +118,24 @@ func (s *Storage) DeleteVolume(ctx context.Context, id string) error {
 	return s.removeVolume(ctx, local.VolumeName(id))
 }
 
-// Archive implements dataplane.StorageProvider with the archive job. A
-// missing volume fails with archive.ErrNoSource, terminal.
-func (s *Storage) Archive(ctx context.Context, id, opID string) (string, error) {
-	if err := errors.Join(archive.ValidateID(id), archive.ValidateID(opID)); err != nil {
-		return "", controller.Terminal(err)
-	}
-	key := archive.Key(id, opID)
-	mp, err := s.Mountpoint(ctx, id)
-	if err != nil {
-		return "", err
-	}
-	if mp == "" {
-		return "", controller.Terminal(fmt.Errorf("%w: volume %s", archive.ErrNoSource, local.VolumeName(id)))
-	}
-	if _, err := s.jobs.Archive(ctx, key, mp); err != nil {
-		return "", terminal(err)
-	}
-	return key, nil
-}
-
-// Restore implements dataplane.StorageProvider with the restore job. The
-// marker volume is removed first and created only once the volume holds the
-// whole archive, so a crash in between leaves no marker and the restore runs
-// again.
-func (s *Storage) Restore(ctx context.Context, id, key string) (string, error) {
-	if err := s.removeVolume(ctx, MarkerName(id)); err != nil {
-		return "", err
-	}
-	mp, err := s.Mountpoint(ctx, id)
-	if err != nil {
-		return "", err
-	}
-	if mp == "" {
-		return "", fmt.Errorf("%w: %s", ErrNoVolume, local.VolumeName(id))
-	}
-	if err := s.jobs.Restore(ctx, key, mp); err != nil {
-		return "", terminal(err)
+// mark keeps the restore marker of workspace id, for the restore job of
+// dataplane.HostVolumes: "" removes the marker volume; a key creates it
+// with the key in its label.
+func (s *Storage) mark(ctx context.Context, id, key string) error {
+	if key == "" {
+		return s.removeVolume(ctx, MarkerName(id))
 	}
 	res, err := s.cli.VolumeCreate(ctx, client.VolumeCreateOptions{
 		Name:   MarkerName(id),
 		Labels: map[string]string{LabelWorkspace: id, LabelRestoredFrom: key},
 	})
 	if err != nil {
-		return "", fmt.Errorf("docker: mark %s: %w", local.VolumeName(id), err)
+		return fmt.Errorf("docker: mark %s: %w", local.VolumeName(id), err)
 	}
 	if got := res.Volume.Labels[LabelRestoredFrom]; got != key { // a concurrent restore won
-		return "", fmt.Errorf("docker: %s marks %q, not %q", MarkerName(id), got, key)
+		return fmt.Errorf("docker: %s marks %q, not %q", MarkerName(id), got, key)
 	}
-	return key, nil
+	return nil
 }
 
 // RestoreMarker implements dataplane.StorageProvider: the label of the
@@ -183,9 +149,4 @@ func (s *Storage) RestoreMarker(ctx context.Context, id string) (string, error) 
 		return "", fmt.Errorf("docker: inspect %s: %w", MarkerName(id), err)
 	}
 	return res.Volume.Labels[LabelRestoredFrom], nil
-}
-
-// ArchiveReady implements dataplane.StorageProvider (the HEAD check).
-func (s *Storage) ArchiveReady(ctx context.Context, key string) (bool, error) {
-	return s.jobs.Complete(ctx, key)
 }

@@ -1,0 +1,307 @@
+package kube_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+
+	"github.com/tendhq/tend/controller"
+	"github.com/tendhq/tend/examples/workspace/archive"
+	"github.com/tendhq/tend/examples/workspace/dataplane"
+	"github.com/tendhq/tend/examples/workspace/kube"
+	"github.com/tendhq/tend/examples/workspace/objstore"
+)
+
+// crash reports workspace id's Pod Failed, as its kubelet would when the
+// container dies: the Pod stays, not Ready.
+func crash(t *testing.T, in *kube.Instances, cfg *rest.Config, ns, id string) {
+	t.Helper()
+	ctx := context.Background()
+	p, err := in.Pod(ctx, id)
+	if err != nil || p == nil {
+		t.Fatalf("pod of %s: %v %v", id, p, err)
+	}
+	p.Status.Phase = corev1.PodFailed
+	p.Status.Conditions = nil
+	if _, err := clientset(t, cfg).CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestInstancesIdempotent: no Pod starts without its claim; Start makes a
+// Pod the scheduler binds to a node and kwok makes Ready; Start on a
+// running Pod is a no-op; Start after a crash replaces the Pod; Delete of
+// a missing Pod is a no-op and keeps the volume.
+func TestInstancesIdempotent(t *testing.T) {
+	ctx := context.Background()
+	cfg := restConfig(t)
+	ns := namespace(t, clientset(t, cfg))
+	id := workspaceID()
+	st, in := newBackends(t, cfg, ns, id)
+
+	if err := in.Start(ctx, id, testImage); !errors.Is(err, dataplane.ErrNoVolume) {
+		t.Fatalf("Start without a volume: %v, want ErrNoVolume", err)
+	}
+	if p, err := in.Pod(ctx, id); p != nil || err != nil {
+		t.Fatalf("Start without a volume left pod %v (%v)", p, err)
+	}
+	if err := st.Provision(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.Start(ctx, id, testImage); err != nil {
+		t.Fatal(err)
+	}
+	first, err := in.Pod(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Spec.NodeName == "" || first.Spec.Volumes[0].PersistentVolumeClaim.ClaimName != kube.ClaimName(id) {
+		t.Fatalf("pod on node %q with volumes %+v; want scheduled, with claim %s", first.Spec.NodeName, first.Spec.Volumes, kube.ClaimName(id))
+	}
+	if ok, err := in.IsRunning(ctx, id); !ok || err != nil {
+		t.Fatalf("IsRunning after Start = %v, %v", ok, err)
+	}
+	if err := in.Start(ctx, id, testImage); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := in.Pod(ctx, id); again.UID != first.UID {
+		t.Fatalf("second Start replaced the running pod %s by %s", first.UID, again.UID)
+	}
+
+	crash(t, in, cfg, ns, id)
+	if ok, err := in.IsRunning(ctx, id); ok || err != nil {
+		t.Fatalf("IsRunning after a crash = %v, %v", ok, err)
+	}
+	if err := in.Start(ctx, id, testImage); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := in.Pod(ctx, id); p.UID == first.UID {
+		t.Fatal("Start after a crash kept the failed pod")
+	}
+
+	for range 2 {
+		if err := in.Delete(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ok, err := in.IsRunning(ctx, id); ok || err != nil {
+		t.Fatalf("IsRunning after Delete = %v, %v", ok, err)
+	}
+	if p, _ := in.Pod(ctx, id); p != nil {
+		t.Fatalf("Delete left pod %s (deletion requested at %v)", p.Name, p.DeletionTimestamp)
+	}
+	if ok, err := st.VolumeExists(ctx, id); !ok || err != nil {
+		t.Fatalf("Delete lost the volume: %v, %v", ok, err)
+	}
+}
+
+// TestStorageIdempotent: provision (a claim the binder binds to the volume
+// Storage reserved for it), archive, delete and restore, each repeated; the
+// restore marker, a claim annotation, follows the restore; a missing
+// volume cannot be archived; nothing is left behind.
+func TestStorageIdempotent(t *testing.T) {
+	ctx := context.Background()
+	cfg := restConfig(t)
+	cs := clientset(t, cfg)
+	ns := namespace(t, cs)
+	id := workspaceID()
+	st, _ := newBackends(t, cfg, ns, id)
+
+	if _, err := st.Archive(ctx, id, "op1"); !errors.Is(err, controller.ErrTerminal) || !errors.Is(err, archive.ErrNoSource) {
+		t.Fatalf("Archive of a missing volume: %v, want terminal ErrNoSource", err)
+	}
+	for range 2 {
+		if err := st.Provision(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	claim, err := st.Claim(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pv, err := cs.CoreV1().PersistentVolumes().Get(ctx, kube.PersistentVolumeName(ns, id), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The binder, not Storage, completes the binding on both sides.
+	if pv.Status.Phase != corev1.VolumeBound || pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.UID != claim.UID ||
+		claim.Annotations["pv.kubernetes.io/bind-completed"] != "yes" {
+		t.Fatalf("volume %s phase %s, claimRef %+v; claim %s annotations %v: want bound by the binder", pv.Name, pv.Status.Phase, pv.Spec.ClaimRef, claim.UID, claim.Annotations)
+	}
+	if err := os.MkdirAll(volumeFile(t, st, id, "src"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(volumeFile(t, st, id, "src/main.go"), []byte("package main"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Provisioning again keeps the data.
+	if err := st.Provision(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	var key string
+	for range 2 {
+		k, err := st.Archive(ctx, id, "op1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if key != "" && k != key {
+			t.Fatalf("Archive keys differ: %s, %s", key, k)
+		}
+		key = k
+	}
+	if ok, err := st.ArchiveReady(ctx, key); !ok || err != nil {
+		t.Fatalf("ArchiveReady = %v, %v", ok, err)
+	}
+	dir := filepath.Dir(volumeFile(t, st, id, "src"))
+	for range 2 {
+		if err := st.DeleteVolume(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ok, err := st.VolumeExists(ctx, id); ok || err != nil {
+		t.Fatalf("VolumeExists after DeleteVolume = %v, %v", ok, err)
+	}
+	if _, err := cs.CoreV1().PersistentVolumes().Get(ctx, kube.PersistentVolumeName(ns, id), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("volume after DeleteVolume: %v, want NotFound", err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("directory %s after DeleteVolume: %v", dir, err)
+	}
+
+	if err := st.Provision(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := st.RestoreMarker(ctx, id); m != "" || err != nil {
+		t.Fatalf("marker of a new volume = %q, %v", m, err)
+	}
+	for range 2 {
+		m, err := st.Restore(ctx, id, key)
+		if err != nil || m != key {
+			t.Fatalf("Restore = %q, %v", m, err)
+		}
+	}
+	if m, err := st.RestoreMarker(ctx, id); m != key || err != nil {
+		t.Fatalf("RestoreMarker = %q, %v; want %q", m, err, key)
+	}
+	if c, _ := st.Claim(ctx, id); c.Annotations[kube.AnnotationRestoredFrom] != key {
+		t.Fatalf("claim annotations %v, want %s = %s", c.Annotations, kube.AnnotationRestoredFrom, key)
+	}
+	if b, err := os.ReadFile(volumeFile(t, st, id, "src/main.go")); string(b) != "package main" {
+		t.Fatalf("restored file = %q, %v", b, err)
+	}
+	if _, err := st.Restore(ctx, id, archive.Key(id, "nope")); !errors.Is(err, controller.ErrTerminal) {
+		t.Fatalf("Restore of a missing archive: %v, want terminal", err)
+	}
+	if m, _ := st.RestoreMarker(ctx, id); m != "" {
+		t.Fatalf("a failed restore left the marker %q", m)
+	}
+	for range 2 {
+		if err := st.DeleteVolume(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c, err := st.Claim(ctx, id); c != nil || err != nil {
+		t.Fatalf("claim left behind: %v %v", c, err)
+	}
+}
+
+// TestErrors: an API server that does not answer, a missing namespace and
+// a request RBAC forbids each fail with an error naming the object and
+// what to do, and create nothing.
+func TestErrors(t *testing.T) {
+	ctx := context.Background()
+	cfg := restConfig(t)
+	cs := clientset(t, cfg)
+	ns := namespace(t, cs)
+	dir := t.TempDir()
+	objects, err := objstore.NewDir(filepath.Join(dir, "objects"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	storage := func(cfg *rest.Config, ns string) *kube.Storage {
+		st, err := kube.NewStorage(kube.StorageConfig{REST: cfg, Namespace: ns, BaseDir: filepath.Join(dir, "volumes"), Objects: objects, Scratch: filepath.Join(dir, "jobs")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	down := rest.CopyConfig(cfg)
+	down.Host = "https://127.0.0.1:1"
+	nobody := rest.CopyConfig(cfg)
+	nobody.Impersonate = rest.ImpersonationConfig{UserName: "tend-nobody"}
+
+	for _, tc := range []struct {
+		name string
+		err  func() error
+		want []string
+	}{
+		{"API server down", func() error { return storage(down, ns).Provision(ctx, "w1") },
+			[]string{"persistentvolumeclaims " + ns + "/ws-w1-home", "the API server at https://127.0.0.1:1 does not answer"}},
+		{"missing namespace", func() error { return storage(cfg, ns+"-missing").Provision(ctx, "w1") },
+			[]string{"persistentvolumeclaims " + ns + "-missing/ws-w1-home", "namespace " + ns + "-missing does not exist: create it first"}},
+		{"forbidden", func() error { return storage(nobody, ns).Provision(ctx, "w1") },
+			[]string{"persistentvolumeclaims " + ns + "/ws-w1-home", `grant the kubeconfig's identity "get" on persistentvolumeclaims in namespace ` + ns}},
+		{"forbidden pod", func() error {
+			in, err := kube.NewInstances(kube.InstancesConfig{REST: nobody, Namespace: ns})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return in.Delete(ctx, "w1")
+		}, []string{"pods " + ns + "/ws-w1", `grant the kubeconfig's identity "delete" on pods in namespace ` + ns}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.err()
+			for _, want := range tc.want {
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Fatalf("got %v, want an error containing %q", err, want)
+				}
+			}
+		})
+	}
+	if _, err := cs.CoreV1().PersistentVolumes().Get(ctx, kube.PersistentVolumeName(ns, "w1"), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("a failed Provision left a volume: %v", err)
+	}
+}
+
+// TestConfigValidation: constructors refuse incomplete configs.
+func TestConfigValidation(t *testing.T) {
+	cfg := &rest.Config{Host: "https://127.0.0.1:1"}
+	objects, err := objstore.NewDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	abs := t.TempDir()
+	tests := []struct {
+		name string
+		cfg  any
+	}{
+		{"instances without REST", kube.InstancesConfig{Namespace: "n"}},
+		{"instances without namespace", kube.InstancesConfig{REST: cfg}},
+		{"instances negative timeout", kube.InstancesConfig{REST: cfg, Namespace: "n", StartTimeout: -1}},
+		{"storage without objects", kube.StorageConfig{REST: cfg, Namespace: "n", BaseDir: abs, Scratch: abs}},
+		{"storage relative base", kube.StorageConfig{REST: cfg, Namespace: "n", BaseDir: "volumes", Objects: objects, Scratch: abs}},
+		{"storage without namespace", kube.StorageConfig{REST: cfg, BaseDir: abs, Objects: objects, Scratch: abs}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var err error
+			switch c := tt.cfg.(type) {
+			case kube.InstancesConfig:
+				_, err = kube.NewInstances(c)
+			case kube.StorageConfig:
+				_, err = kube.NewStorage(c)
+			}
+			if err == nil {
+				t.Fatal("no error")
+			}
+		})
+	}
+}

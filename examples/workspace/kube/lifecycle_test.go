@@ -1,0 +1,119 @@
+package kube_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/tendhq/tend/backends/memory"
+	"github.com/tendhq/tend/examples/workspace/dataplane"
+	"github.com/tendhq/tend/store"
+)
+
+// TestWorkspaceLifecycle drives one workspace through its whole life on
+// Kubernetes with the WorkspaceController: running (a Pod Ready on a node,
+// its claim bound), a file written into its home, archived (Pod, claim and
+// volume gone, archive complete), running again from the archive (the file
+// is back, the claim marked), deleted (nothing left in the cluster).
+func TestWorkspaceLifecycle(t *testing.T) {
+	ctx := context.Background()
+	cfg := restConfig(t)
+	ns := namespace(t, clientset(t, cfg))
+	id := workspaceID()
+	st, in := newBackends(t, cfg, ns, id)
+	mem, err := memory.New(memory.Config{Kinds: []string{dataplane.Kind}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops := 0
+	ctrl, err := dataplane.New(dataplane.Config{
+		Store: mem, Instances: in, Storage: st,
+		NewOperationID: func() string { ops++; return fmt.Sprintf("op%d", ops) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// reconcile runs reconciles until one wants nothing more.
+	reconcile := func() {
+		t.Helper()
+		for range 30 {
+			res, err := ctrl.Reconcile(ctx, id)
+			if err != nil {
+				t.Fatalf("reconcile: %v", err)
+			}
+			if res.RequeueAfter == 0 {
+				return
+			}
+		}
+	}
+	drive := func(s dataplane.State, want dataplane.Phase) *dataplane.Workspace {
+		t.Helper()
+		if _, err := ctrl.Get(ctx, id); errors.Is(err, store.ErrNotFound) {
+			_, err = ctrl.Create(ctx, id, dataplane.Spec{State: s, Image: testImage})
+			if err != nil {
+				t.Fatal(err)
+			}
+		} else if _, err := ctrl.SetState(ctx, id, s); err != nil {
+			t.Fatal(err)
+		}
+		reconcile()
+		ws, err := ctrl.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ws.Status.Phase != want {
+			t.Fatalf("phase %s, want %s", ws.Status.Phase, want)
+		}
+		return ws
+	}
+	gone := func(what string) {
+		t.Helper()
+		if p, err := in.Pod(ctx, id); p != nil || err != nil {
+			t.Fatalf("%s: pod %v (%v)", what, p, err)
+		}
+		if c, err := st.Claim(ctx, id); c != nil || err != nil {
+			t.Fatalf("%s: claim %v (%v)", what, c, err)
+		}
+	}
+
+	drive(dataplane.StateRunning, dataplane.Running)
+	if p, _ := in.Pod(ctx, id); p == nil || p.Spec.NodeName == "" {
+		t.Fatalf("running workspace: pod %v, want one on a node", p)
+	}
+	home := volumeFile(t, st, id, "")
+	if err := os.MkdirAll(filepath.Join(home, "notes"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, "notes/today.md"), []byte("remember the milk"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	ws := drive(dataplane.StateArchived, dataplane.Archived)
+	gone("archived workspace")
+	if _, err := os.Stat(home); !os.IsNotExist(err) {
+		t.Fatalf("archived workspace kept its directory %s: %v", home, err)
+	}
+	if ok, err := st.ArchiveReady(ctx, ws.Status.ArchiveKey); !ok || err != nil {
+		t.Fatalf("archive %q ready = %v, %v", ws.Status.ArchiveKey, ok, err)
+	}
+
+	drive(dataplane.StateRunning, dataplane.Running)
+	if b, err := os.ReadFile(volumeFile(t, st, id, "notes/today.md")); string(b) != "remember the milk" {
+		t.Fatalf("after the restore the file holds %q (%v)", b, err)
+	}
+	if m, _ := st.RestoreMarker(ctx, id); m != ws.Status.ArchiveKey {
+		t.Fatalf("restore marker %q, want %q", m, ws.Status.ArchiveKey)
+	}
+
+	if _, err := ctrl.Delete(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	reconcile()
+	if _, err := ctrl.Get(ctx, id); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("deleted workspace still stored: %v", err)
+	}
+	gone("deleted workspace")
+}
