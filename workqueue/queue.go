@@ -345,7 +345,12 @@ func (q *Queue[K]) Get() (key K, shutdown bool) {
 func (q *Queue[K]) Done(key K) {
 	q.mu.Lock()
 	idx, _, at := q.index.find(&q.entries, key)
-	if idx == noEntry || q.entries.at(idx).state&stProcessing == 0 {
+	if idx == noEntry {
+		q.mu.Unlock()
+		return
+	}
+	e := q.entries.at(idx)
+	if e.state&stProcessing == 0 {
 		q.mu.Unlock()
 		return
 	}
@@ -353,7 +358,6 @@ func (q *Queue[K]) Done(key K) {
 	if q.metrics != nil {
 		q.counts.workDur.observe(q.now() - q.stamps.at(idx).started)
 	}
-	e := q.entries.at(idx)
 	wake := 0
 	switch {
 	case e.state&stDirty != 0:

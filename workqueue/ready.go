@@ -109,34 +109,16 @@ func (r *ready[K]) levelOf(prio int16) *level {
 // pop removes and returns the first ready key. It must not be called when
 // live is zero.
 func (r *ready[K]) pop(entries *slab[entry[K]], aging int64) int32 {
-	if len(r.others) == 0 {
-		s := trim(&r.zero, entries)
-		r.zero.drop()
-		r.live--
-		return s.idx
-	}
-	var best *level
-	var bestSlot slot
-	if r.zero.n > 0 {
-		if s := trim(&r.zero, entries); r.zero.n > 0 {
-			best, bestSlot = &r.zero, s
-		}
-	}
-	for i := 0; i < len(r.others); {
-		l := r.others[i]
-		s := trim(l, entries)
-		if l.n == 0 {
-			r.remove(i)
-			continue
-		}
-		if best == nil || before(s.seq, l.prio, bestSlot.seq, best.prio, aging) {
-			best, bestSlot = l, s
-		}
-		i++
-	}
-	best.drop()
 	r.live--
-	if best != &r.zero && best.n == 0 {
+	best := &r.zero
+	if len(r.others) > 0 {
+		best = r.first(entries, aging)
+	} else if best.stale > 0 {
+		trim(best, entries)
+	}
+	s := best.front()
+	best.drop()
+	if best.n == 0 && best != &r.zero {
 		for i, l := range r.others {
 			if l == best {
 				r.remove(i)
@@ -144,7 +126,38 @@ func (r *ready[K]) pop(entries *slab[entry[K]], aging int64) int32 {
 			}
 		}
 	}
-	return bestSlot.idx
+	return s.idx
+}
+
+// first returns the level whose head is served next, dropping stale slots
+// and the levels they leave empty on the way. Some level must hold a live
+// slot.
+func (r *ready[K]) first(entries *slab[entry[K]], aging int64) *level {
+	var best *level
+	var bestSeq uint32
+	if l := &r.zero; l.n > 0 {
+		if l.stale > 0 {
+			trim(l, entries)
+		}
+		if l.n > 0 {
+			best, bestSeq = l, l.front().seq
+		}
+	}
+	for i := 0; i < len(r.others); {
+		l := r.others[i]
+		if l.stale > 0 {
+			trim(l, entries)
+		}
+		if l.n == 0 {
+			r.remove(i)
+			continue
+		}
+		if seq := l.front().seq; best == nil || before(seq, l.prio, bestSeq, best.prio, aging) {
+			best, bestSeq = l, seq
+		}
+		i++
+	}
+	return best
 }
 
 func (r *ready[K]) remove(i int) {
@@ -165,19 +178,14 @@ func (r *ready[K]) markStale(prio int16) {
 	r.levelOf(prio).stale++
 }
 
-// trim drops stale slots at the head of the level and returns the head, which
-// is valid only if the level is not empty afterwards.
-func trim[K comparable](l *level, entries *slab[entry[K]]) slot {
+// trim drops the stale slots at the head of the level.
+func trim[K comparable](l *level, entries *slab[entry[K]]) {
 	for l.stale > 0 && l.n > 0 {
 		s := l.front()
 		if e := entries.at(s.idx); e.state&stReady != 0 && e.pos == s.seq {
-			return s
+			return
 		}
 		l.drop()
 		l.stale--
 	}
-	if l.n == 0 {
-		return slot{}
-	}
-	return l.front()
 }
