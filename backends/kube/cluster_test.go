@@ -70,18 +70,26 @@ func auditLog(t *testing.T, resource, namespace string) []auditEvent {
 	return events
 }
 
+// clusterNamespace returns a clientset of the full test cluster and a
+// namespace of the test's own there.
+func clusterNamespace(t *testing.T) (*kubernetes.Clientset, string) {
+	t.Helper()
+	fullCluster(t)
+	cfg := restConfig(t)
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs, storeNamespace(t, cfg)
+}
+
 // TestClusterAuditLog: the audit log holds one line per change, in the
 // order the changes were made, with the writer's identity, and no reads;
 // a delete by the garbage collector is recorded after the changes that
 // caused it.
 func TestClusterAuditLog(t *testing.T) {
-	fullCluster(t)
-	cs, err := kubernetes.NewForConfig(restConfig(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs, ns := clusterNamespace(t)
 	ctx := t.Context()
-	ns := storeNamespace(t, restConfig(t))
 	cms := cs.CoreV1().ConfigMaps(ns)
 	owner, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner"}}, metav1.CreateOptions{})
 	if err != nil {
@@ -163,16 +171,11 @@ func TestClusterCollectsCustomResources(t *testing.T) {
 // namespace's deletion then completes: Terminating, its objects deleted
 // (the pods by kwok, as a kubelet would), gone.
 func TestClusterNamespaceDeletion(t *testing.T) {
-	fullCluster(t)
-	cs, err := kubernetes.NewForConfig(restConfig(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs, ns := clusterNamespace(t)
 	ctx := t.Context()
-	ns := storeNamespace(t, restConfig(t))
 	labels := map[string]string{"app": "web"}
 	replicas := int32(3)
-	_, err = cs.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{
+	_, err := cs.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "web"},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: &replicas,

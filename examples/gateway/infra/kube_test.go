@@ -22,13 +22,14 @@ import (
 	"github.com/tendhq/tend/store"
 )
 
-// needEnv returns the environment variable name the test cluster's script
-// exports. Without it the test is skipped, except under CI, where it fails.
-func needEnv(t *testing.T, name string) string {
+// needEnv returns the environment variable name that the server script
+// scripts/servers/<script>.sh exports when it starts what the test needs.
+// Without it the test is skipped, except under CI, where it fails.
+func needEnv(t *testing.T, name, script string) string {
 	t.Helper()
 	v := os.Getenv(name)
 	if v == "" {
-		msg := name + " is not set: run `make test` (or source scripts/servers/kube.sh) to start a Kubernetes cluster"
+		msg := name + " is not set: run `make test` (or source scripts/servers/" + script + ".sh) to start the server"
 		if os.Getenv("CI") == "true" {
 			t.Fatal(msg)
 		}
@@ -40,7 +41,7 @@ func needEnv(t *testing.T, name string) string {
 // restConfig returns the configuration of the test cluster.
 func restConfig(t *testing.T) *rest.Config {
 	t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", needEnv(t, "TEND_KUBECONFIG"))
+	cfg, err := clientcmd.BuildConfigFromFlags("", needEnv(t, "TEND_KUBECONFIG", "kube"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +238,7 @@ func TestKubeTerminating(t *testing.T) {
 // scheduler, kwok's nodes) a Deployment becomes ready, and once deleted
 // stays Terminating until its pods are gone.
 func TestKubeDeployment(t *testing.T) {
-	needEnv(t, "TEND_KUBE_AUDIT_LOG") // the cluster with its controllers
+	needEnv(t, "TEND_KUBE_AUDIT_LOG", "kube") // the cluster with its controllers
 	k, c := newKube(t)
 	ctx := t.Context()
 	ns := uniqueNamespace("infra-dep")
@@ -310,7 +311,7 @@ func (l *databaseLog) Ops() []infra.Op {
 // when TEND_POSTGRES_URL is set and simulated otherwise, and checks the
 // platform's ordering rules on the API server's audit log.
 func TestKubeCascade(t *testing.T) {
-	audit := needEnv(t, "TEND_KUBE_AUDIT_LOG")
+	audit := needEnv(t, "TEND_KUBE_AUDIT_LOG", "kube")
 	k, _ := newKube(t)
 	var dbs infra.Databases
 	if os.Getenv("TEND_POSTGRES_URL") != "" {
@@ -411,7 +412,7 @@ func TestKubeCascade(t *testing.T) {
 // log, catch a Deployment deleted while a route exists and a database
 // dropped while the Deployment is still Terminating.
 func TestKubeAuditCatchesDisorder(t *testing.T) {
-	audit := needEnv(t, "TEND_KUBE_AUDIT_LOG")
+	audit := needEnv(t, "TEND_KUBE_AUDIT_LOG", "kube")
 	k, c := newKube(t)
 	ctx := t.Context()
 	ns := uniqueNamespace("gw-bad")

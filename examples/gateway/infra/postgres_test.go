@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -31,15 +30,7 @@ func TestMain(m *testing.M) {
 // skipped elsewhere.
 func newPool(t *testing.T) *pgxpool.Pool {
 	t.Helper()
-	url := os.Getenv("TEND_POSTGRES_URL")
-	if url == "" {
-		msg := "TEND_POSTGRES_URL is not set: run `make test` (or source scripts/servers/postgres.sh) to start a PostgreSQL server"
-		if os.Getenv("CI") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	pool, err := pgxpool.New(context.Background(), url)
+	pool, err := pgxpool.New(context.Background(), needEnv(t, "TEND_POSTGRES_URL", "postgres"))
 	if err != nil {
 		t.Fatal(err)
 	}
