@@ -13,6 +13,7 @@ import (
 
 	"github.com/tendhq/tend/controller"
 	"github.com/tendhq/tend/examples/workspace/archive"
+	"github.com/tendhq/tend/examples/workspace/dataplane/dataplanetest"
 	"github.com/tendhq/tend/examples/workspace/docker"
 	"github.com/tendhq/tend/examples/workspace/local"
 )
@@ -66,7 +67,7 @@ func TestInstancesIdempotent(t *testing.T) {
 	ctx := context.Background()
 	cli := engine(t)
 	img := image(t, cli)
-	id := workspaceID()
+	id := dataplanetest.WorkspaceID()
 	st, in, _ := newBackends(t, cli, id)
 
 	if err := in.Start(ctx, id, img); !errors.Is(err, docker.ErrNoVolume) {
@@ -138,7 +139,7 @@ func TestInstancesIdempotent(t *testing.T) {
 func TestStartUnknownImage(t *testing.T) {
 	ctx := context.Background()
 	cli := engine(t)
-	id := workspaceID()
+	id := dataplanetest.WorkspaceID()
 	st, in, _ := newBackends(t, cli, id)
 	if err := st.Provision(ctx, id); err != nil {
 		t.Fatal(err)
@@ -157,7 +158,7 @@ func TestStartUnknownImage(t *testing.T) {
 func TestStorageIdempotent(t *testing.T) {
 	ctx := context.Background()
 	cli := engine(t)
-	id := workspaceID()
+	id := dataplanetest.WorkspaceID()
 	st, _, _ := newBackends(t, cli, id)
 
 	if _, err := st.Archive(ctx, id, "op1"); !errors.Is(err, controller.ErrTerminal) || !errors.Is(err, archive.ErrNoSource) {
@@ -168,30 +169,7 @@ func TestStorageIdempotent(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := os.MkdirAll(volumeFile(t, st, id, "src"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(volumeFile(t, st, id, "src/main.go"), []byte("package main"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	// Provisioning again keeps the data.
-	if err := st.Provision(ctx, id); err != nil {
-		t.Fatal(err)
-	}
-	var key string
-	for range 2 {
-		k, err := st.Archive(ctx, id, "op1")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if key != "" && k != key {
-			t.Fatalf("Archive keys differ: %s, %s", key, k)
-		}
-		key = k
-	}
-	if ok, err := st.ArchiveReady(ctx, key); !ok || err != nil {
-		t.Fatalf("ArchiveReady = %v, %v", ok, err)
-	}
+	key := dataplanetest.ArchiveTwice(t, st, id, func(name string) string { return volumeFile(t, st, id, name) })
 	for range 2 {
 		if err := st.DeleteVolume(ctx, id); err != nil {
 			t.Fatal(err)
@@ -201,35 +179,8 @@ func TestStorageIdempotent(t *testing.T) {
 		t.Fatalf("VolumeExists after DeleteVolume = %v, %v", ok, err)
 	}
 
-	if err := st.Provision(ctx, id); err != nil {
-		t.Fatal(err)
-	}
-	if m, err := st.RestoreMarker(ctx, id); m != "" || err != nil {
-		t.Fatalf("marker of a new volume = %q, %v", m, err)
-	}
-	for range 2 {
-		m, err := st.Restore(ctx, id, key)
-		if err != nil || m != key {
-			t.Fatalf("Restore = %q, %v", m, err)
-		}
-	}
-	if m, err := st.RestoreMarker(ctx, id); m != key || err != nil {
-		t.Fatalf("RestoreMarker = %q, %v; want %q", m, err, key)
-	}
-	if b, err := os.ReadFile(volumeFile(t, st, id, "src/main.go")); string(b) != "package main" {
-		t.Fatalf("restored file = %q, %v", b, err)
-	}
-	if _, err := st.Restore(ctx, id, archive.Key(id, "nope")); !errors.Is(err, controller.ErrTerminal) {
-		t.Fatalf("Restore of a missing archive: %v, want terminal", err)
-	}
-	if m, _ := st.RestoreMarker(ctx, id); m != "" {
-		t.Fatalf("a failed restore left the marker %q", m)
-	}
-	for range 2 {
-		if err := st.DeleteVolume(ctx, id); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dataplanetest.RestoreTwice(t, st, id, key)
+	dataplanetest.CheckRestoredThenDelete(t, st, id, func(name string) string { return volumeFile(t, st, id, name) })
 	for _, name := range []string{local.VolumeName(id), docker.MarkerName(id)} {
 		if _, err := cli.VolumeInspect(ctx, name, client.VolumeInspectOptions{}); err == nil {
 			t.Fatalf("volume %s left behind", name)

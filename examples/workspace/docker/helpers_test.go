@@ -12,6 +12,7 @@ import (
 
 	"github.com/moby/moby/client"
 
+	"github.com/tendhq/tend/examples/workspace/dataplane/dataplanetest"
 	"github.com/tendhq/tend/examples/workspace/docker"
 	"github.com/tendhq/tend/examples/workspace/local"
 	"github.com/tendhq/tend/examples/workspace/objstore"
@@ -24,13 +25,9 @@ const testImage = "tend-workspace:test"
 // starts. Without it the test fails under CI and is skipped otherwise.
 func engine(t *testing.T) *client.Client {
 	t.Helper()
-	host := os.Getenv("TEND_DOCKER_HOST")
-	if host == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("TEND_DOCKER_HOST is unset under CI: scripts/servers/docker.sh did not start a Docker engine")
-		}
-		t.Skip("TEND_DOCKER_HOST is unset: run make test, which starts a Docker engine")
-	}
+	host := dataplanetest.ServerEnv(t, "TEND_DOCKER_HOST",
+		"TEND_DOCKER_HOST is unset under CI: scripts/servers/docker.sh did not start a Docker engine",
+		"TEND_DOCKER_HOST is unset: run make test, which starts a Docker engine")
 	cli, err := client.New(client.WithHost(host))
 	if err != nil {
 		t.Fatal(err)
@@ -77,11 +74,6 @@ func removeServer() {
 	}
 }
 
-// workspaceID returns an id no earlier run left anything under.
-func workspaceID() string {
-	return fmt.Sprintf("t%d", time.Now().UnixNano())
-}
-
 // newBackends returns Docker backends on cli that remove what workspace id
 // left behind when the test ends.
 func newBackends(t *testing.T, cli *client.Client, id string) (*docker.Storage, *docker.Instances, objstore.Store) {
@@ -99,15 +91,7 @@ func newBackends(t *testing.T, cli *client.Client, id string) (*docker.Storage, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		ctx := context.Background()
-		if err := in.Delete(ctx, id); err != nil {
-			t.Error(err)
-		}
-		if err := st.DeleteVolume(ctx, id); err != nil {
-			t.Error(err)
-		}
-	})
+	dataplanetest.Cleanup(t, id, in, st)
 	return st, in, objects
 }
 

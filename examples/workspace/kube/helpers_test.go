@@ -3,7 +3,6 @@ package kube_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/tendhq/tend/examples/workspace/dataplane/dataplanetest"
 	"github.com/tendhq/tend/examples/workspace/kube"
 	"github.com/tendhq/tend/examples/workspace/objstore"
 )
@@ -27,13 +27,9 @@ const testImage = "tend-workspace:test"
 // otherwise.
 func restConfig(t *testing.T) *rest.Config {
 	t.Helper()
-	path := os.Getenv("TEND_KUBECONFIG")
-	if path == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("TEND_KUBECONFIG is not set under CI: scripts/servers/kube.sh did not start a cluster")
-		}
-		t.Skip("TEND_KUBECONFIG is not set: run make test, which starts a Kubernetes cluster")
-	}
+	path := dataplanetest.ServerEnv(t, "TEND_KUBECONFIG",
+		"TEND_KUBECONFIG is not set under CI: scripts/servers/kube.sh did not start a cluster",
+		"TEND_KUBECONFIG is not set: run make test, which starts a Kubernetes cluster")
 	cfg, err := clientcmd.BuildConfigFromFlags("", path)
 	if err != nil {
 		t.Fatal(err)
@@ -75,11 +71,6 @@ func namespace(t *testing.T, cs kubernetes.Interface) string {
 	}
 }
 
-// workspaceID returns an id no earlier run left anything under.
-func workspaceID() string {
-	return fmt.Sprintf("t%d", time.Now().UnixNano())
-}
-
 // newBackends returns Kubernetes backends in namespace ns, with volumes
 // under a directory of the test's own, that remove what workspace id left
 // behind when the test ends.
@@ -100,15 +91,7 @@ func newBackends(t *testing.T, cfg *rest.Config, ns, id string) (*kube.Storage, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		ctx := context.Background()
-		if err := in.Delete(ctx, id); err != nil {
-			t.Error(err)
-		}
-		if err := st.DeleteVolume(ctx, id); err != nil {
-			t.Error(err)
-		}
-	})
+	dataplanetest.Cleanup(t, id, in, st)
 	return st, in
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/tendhq/tend/controller"
 	"github.com/tendhq/tend/examples/workspace/archive"
 	"github.com/tendhq/tend/examples/workspace/dataplane"
+	"github.com/tendhq/tend/examples/workspace/dataplane/dataplanetest"
 	"github.com/tendhq/tend/examples/workspace/kube"
 	"github.com/tendhq/tend/examples/workspace/objstore"
 )
@@ -44,7 +45,7 @@ func TestInstancesIdempotent(t *testing.T) {
 	ctx := context.Background()
 	cfg := restConfig(t)
 	ns := namespace(t, clientset(t, cfg))
-	id := workspaceID()
+	id := dataplanetest.WorkspaceID()
 	st, in := newBackends(t, cfg, ns, id)
 
 	if err := in.Start(ctx, id, testImage); !errors.Is(err, dataplane.ErrNoVolume) {
@@ -112,7 +113,7 @@ func TestStorageIdempotent(t *testing.T) {
 	cfg := restConfig(t)
 	cs := clientset(t, cfg)
 	ns := namespace(t, cs)
-	id := workspaceID()
+	id := dataplanetest.WorkspaceID()
 	st, _ := newBackends(t, cfg, ns, id)
 
 	if _, err := st.Archive(ctx, id, "op1"); !errors.Is(err, controller.ErrTerminal) || !errors.Is(err, archive.ErrNoSource) {
@@ -136,30 +137,7 @@ func TestStorageIdempotent(t *testing.T) {
 		claim.Annotations["pv.kubernetes.io/bind-completed"] != "yes" {
 		t.Fatalf("volume %s phase %s, claimRef %+v; claim %s annotations %v: want bound by the binder", pv.Name, pv.Status.Phase, pv.Spec.ClaimRef, claim.UID, claim.Annotations)
 	}
-	if err := os.MkdirAll(volumeFile(t, st, id, "src"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(volumeFile(t, st, id, "src/main.go"), []byte("package main"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	// Provisioning again keeps the data.
-	if err := st.Provision(ctx, id); err != nil {
-		t.Fatal(err)
-	}
-	var key string
-	for range 2 {
-		k, err := st.Archive(ctx, id, "op1")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if key != "" && k != key {
-			t.Fatalf("Archive keys differ: %s, %s", key, k)
-		}
-		key = k
-	}
-	if ok, err := st.ArchiveReady(ctx, key); !ok || err != nil {
-		t.Fatalf("ArchiveReady = %v, %v", ok, err)
-	}
+	key := dataplanetest.ArchiveTwice(t, st, id, func(name string) string { return volumeFile(t, st, id, name) })
 	dir := filepath.Dir(volumeFile(t, st, id, "src"))
 	for range 2 {
 		if err := st.DeleteVolume(ctx, id); err != nil {
@@ -176,38 +154,11 @@ func TestStorageIdempotent(t *testing.T) {
 		t.Fatalf("directory %s after DeleteVolume: %v", dir, err)
 	}
 
-	if err := st.Provision(ctx, id); err != nil {
-		t.Fatal(err)
-	}
-	if m, err := st.RestoreMarker(ctx, id); m != "" || err != nil {
-		t.Fatalf("marker of a new volume = %q, %v", m, err)
-	}
-	for range 2 {
-		m, err := st.Restore(ctx, id, key)
-		if err != nil || m != key {
-			t.Fatalf("Restore = %q, %v", m, err)
-		}
-	}
-	if m, err := st.RestoreMarker(ctx, id); m != key || err != nil {
-		t.Fatalf("RestoreMarker = %q, %v; want %q", m, err, key)
-	}
+	dataplanetest.RestoreTwice(t, st, id, key)
 	if c, _ := st.Claim(ctx, id); c.Annotations[kube.AnnotationRestoredFrom] != key {
 		t.Fatalf("claim annotations %v, want %s = %s", c.Annotations, kube.AnnotationRestoredFrom, key)
 	}
-	if b, err := os.ReadFile(volumeFile(t, st, id, "src/main.go")); string(b) != "package main" {
-		t.Fatalf("restored file = %q, %v", b, err)
-	}
-	if _, err := st.Restore(ctx, id, archive.Key(id, "nope")); !errors.Is(err, controller.ErrTerminal) {
-		t.Fatalf("Restore of a missing archive: %v, want terminal", err)
-	}
-	if m, _ := st.RestoreMarker(ctx, id); m != "" {
-		t.Fatalf("a failed restore left the marker %q", m)
-	}
-	for range 2 {
-		if err := st.DeleteVolume(ctx, id); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dataplanetest.CheckRestoredThenDelete(t, st, id, func(name string) string { return volumeFile(t, st, id, name) })
 	if c, err := st.Claim(ctx, id); c != nil || err != nil {
 		t.Fatalf("claim left behind: %v %v", c, err)
 	}

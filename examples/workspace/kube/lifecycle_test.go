@@ -2,15 +2,12 @@ package kube_test
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/tendhq/tend/backends/memory"
 	"github.com/tendhq/tend/examples/workspace/dataplane"
-	"github.com/tendhq/tend/store"
+	"github.com/tendhq/tend/examples/workspace/dataplane/dataplanetest"
 )
 
 // TestWorkspaceLifecycle drives one workspace through its whole life on
@@ -22,53 +19,9 @@ func TestWorkspaceLifecycle(t *testing.T) {
 	ctx := context.Background()
 	cfg := restConfig(t)
 	ns := namespace(t, clientset(t, cfg))
-	id := workspaceID()
+	id := dataplanetest.WorkspaceID()
 	st, in := newBackends(t, cfg, ns, id)
-	mem, err := memory.New(memory.Config{Kinds: []string{dataplane.Kind}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ops := 0
-	ctrl, err := dataplane.New(dataplane.Config{
-		Store: mem, Instances: in, Storage: st,
-		NewOperationID: func() string { ops++; return fmt.Sprintf("op%d", ops) },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// reconcile runs reconciles until one wants nothing more.
-	reconcile := func() {
-		t.Helper()
-		for range 30 {
-			res, err := ctrl.Reconcile(ctx, id)
-			if err != nil {
-				t.Fatalf("reconcile: %v", err)
-			}
-			if res.RequeueAfter == 0 {
-				return
-			}
-		}
-	}
-	drive := func(s dataplane.State, want dataplane.Phase) *dataplane.Workspace {
-		t.Helper()
-		if _, err := ctrl.Get(ctx, id); errors.Is(err, store.ErrNotFound) {
-			_, err = ctrl.Create(ctx, id, dataplane.Spec{State: s, Image: testImage})
-			if err != nil {
-				t.Fatal(err)
-			}
-		} else if _, err := ctrl.SetState(ctx, id, s); err != nil {
-			t.Fatal(err)
-		}
-		reconcile()
-		ws, err := ctrl.Get(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ws.Status.Phase != want {
-			t.Fatalf("phase %s, want %s", ws.Status.Phase, want)
-		}
-		return ws
-	}
+	d := dataplanetest.NewDriver(t, dataplanetest.Config{ID: id, Image: testImage, Instances: in, Storage: st})
 	gone := func(what string) {
 		t.Helper()
 		if p, err := in.Pod(ctx, id); p != nil || err != nil {
@@ -79,7 +32,7 @@ func TestWorkspaceLifecycle(t *testing.T) {
 		}
 	}
 
-	drive(dataplane.StateRunning, dataplane.Running)
+	d.Drive(dataplane.StateRunning, dataplane.Running)
 	if p, _ := in.Pod(ctx, id); p == nil || p.Spec.NodeName == "" {
 		t.Fatalf("running workspace: pod %v, want one on a node", p)
 	}
@@ -91,7 +44,7 @@ func TestWorkspaceLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	ws := drive(dataplane.StateArchived, dataplane.Archived)
+	ws := d.Drive(dataplane.StateArchived, dataplane.Archived)
 	gone("archived workspace")
 	if _, err := os.Stat(home); !os.IsNotExist(err) {
 		t.Fatalf("archived workspace kept its directory %s: %v", home, err)
@@ -100,7 +53,7 @@ func TestWorkspaceLifecycle(t *testing.T) {
 		t.Fatalf("archive %q ready = %v, %v", ws.Status.ArchiveKey, ok, err)
 	}
 
-	drive(dataplane.StateRunning, dataplane.Running)
+	d.Drive(dataplane.StateRunning, dataplane.Running)
 	if b, err := os.ReadFile(volumeFile(t, st, id, "notes/today.md")); string(b) != "remember the milk" {
 		t.Fatalf("after the restore the file holds %q (%v)", b, err)
 	}
@@ -108,12 +61,6 @@ func TestWorkspaceLifecycle(t *testing.T) {
 		t.Fatalf("restore marker %q, want %q", m, ws.Status.ArchiveKey)
 	}
 
-	if _, err := ctrl.Delete(ctx, id); err != nil {
-		t.Fatal(err)
-	}
-	reconcile()
-	if _, err := ctrl.Get(ctx, id); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("deleted workspace still stored: %v", err)
-	}
+	d.Delete()
 	gone("deleted workspace")
 }
