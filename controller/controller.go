@@ -363,6 +363,7 @@ func (r *runner) reconcile(ctx context.Context, key string) {
 	}
 
 	var o outcome
+	var retry *retryAfterError
 	switch {
 	case err == nil && res.RequeueAfter > 0:
 		o = outcomeRequeueAfter
@@ -382,6 +383,13 @@ func (r *runner) reconcile(ctx context.Context, key string) {
 		r.q.Forget(key)
 		if log != nil {
 			log.Error("reconcile failed; not retrying", zap.Error(err))
+		}
+	case !panicked && errors.As(err, &retry):
+		o = outcomeError
+		r.q.Forget(key)
+		r.q.AddAfter(key, retry.after)
+		if log != nil {
+			log.Error("reconcile failed", zap.Error(err), zap.Duration("retryAfter", retry.after))
 		}
 	default:
 		o = outcomeError

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,6 +19,7 @@ import (
 	"github.com/tendhq/tend/finalizer"
 	"github.com/tendhq/tend/statemachine"
 	"github.com/tendhq/tend/store"
+	"github.com/tendhq/tend/workqueue"
 )
 
 // Defaults of [DriverConfig].
@@ -132,6 +134,15 @@ type DriverConfig[Spec, Status any] struct {
 	// retried with backoff. Zero means [DefaultConflictRetries].
 	ConflictRetries int
 
+	// Backoff is the schedule of a failing step: after its operation's n-th
+	// consecutive failure the step runs again no sooner than Delay(n). The
+	// count and the retry time are kept in the document's status
+	// (statemachine.Operation.Attempts and RetryAt), so a restart, a
+	// failover, a resync or any event that does not change the spec keeps
+	// the schedule; a spec change or a deletion request retries at once.
+	// Nil means [workqueue.DefaultBackoff]: 5 ms, doubling, up to 1000 s.
+	Backoff workqueue.Backoff
+
 	// MetricsRegisterer receives the phase metrics of the driver's kind
 	// (tend_phase_transitions_total and tend_phase_duration_seconds, with a
 	// kind label). Nil means no metrics.
@@ -179,6 +190,32 @@ type DriverConfig[Spec, Status any] struct {
 // whose Done was lost runs again (steps are idempotent), a step never runs
 // before its operation's id is stored, and no recorded step runs again.
 //
+// # Failures, bounds and backoff
+//
+// A step that fails is retried on the schedule of [DriverConfig.Backoff],
+// counted from the failures recorded in the operation's status, so the
+// schedule holds across restarts, failovers and events: the driver's own
+// writes never trigger a reconcile of their document (its [Driver.Source]
+// recognises them by the revision the driver wrote), and a reconcile
+// queued early for any other reason finds the retry time in status and
+// waits for it. A spec change or a deletion request retries at once.
+//
+// Every operation is bounded by its phase's statemachine.Bounds: each step
+// call by a timeout (its context is cancelled), the phase by a deadline and
+// each step by an optional attempt cap. Past them the document moves to the
+// phase's FailTo phase (the machine's Fault phase by default) with the
+// reason in Status.Failure, logged once and counted. A rule out of the Fault
+// phase that begins the failed phase again resumes the same operation, its
+// failure count and backoff kept, so a lap through Fault never starts the
+// schedule over.
+//
+// # Refusals
+//
+// An intent the machine declares refused in the current phase is not acted
+// on: Status.Refused shows it with the machine's reason, it is logged once
+// and counted, and the driver keeps serving the intent it adopted last.
+// [Driver.UpdateSpec] refuses to write such an intent in the first place.
+//
 // # Deletion and the final pair
 //
 // A machine's final pair (a statemachine.Settle with Final set) is the end of
@@ -208,6 +245,8 @@ type Driver[Spec, Status any] struct {
 // driverImpl is the part of a Driver that depends on the machine's types.
 type driverImpl[Spec, Status any] interface {
 	reconcile(ctx context.Context, key string) (Result, error)
+	create(ctx context.Context, obj *store.Object[Spec, Status]) (*store.Object[Spec, Status], error)
+	echo(key string, revision int64) bool
 	updateSpec(ctx context.Context, key string, set func(*Spec)) (*store.Object[Spec, Status], error)
 	cascade(ctx context.Context, opts store.ListOptions, set func(*Spec), untilGone bool) (statemachine.Outcome, error)
 }
@@ -285,6 +324,11 @@ func NewDriver[Spec HasIntent[S], Status any, PStatus interface {
 		wait:      cmp.Or(cfg.WaitInterval, DefaultWaitInterval),
 		progress:  cmp.Or(cfg.ProgressInterval, DefaultProgressInterval),
 		conflicts: cmp.Or(cfg.ConflictRetries, DefaultConflictRetries),
+		backoff:   cfg.Backoff,
+		own:       map[string]int64{},
+	}
+	if d.backoff == nil {
+		d.backoff = workqueue.DefaultBackoff()
 	}
 	if d.newID == nil {
 		d.newID = rand.Text
@@ -307,10 +351,31 @@ func (d *Driver[Spec, Status]) Reconcile(ctx context.Context, key string) (Resul
 
 // Source returns the source that queues the key of every document of the
 // driver's kind, added, changed or deleted: [Kind] over the collection's
-// backend. Add [Owns] for the kinds whose documents the driver's steps
-// create or retire, so a change to one of them queues its owner.
+// backend, less the driver's own writes. A change this driver wrote (its
+// status writes, its finalizer) does not queue the document again: the
+// driver already decided what comes next, and asked for it. A write by
+// anyone else (a user, an operator, another replica) queues it as usual.
+// Add [Owns] for the kinds whose documents the driver's steps create or
+// retire, so a change to one of them queues its owner.
 func (d *Driver[Spec, Status]) Source() Source {
-	return Kind(d.coll.Backend(), d.coll.Kind())
+	return newWatchSource(d.coll.Backend(), d.coll.Kind(), d.coll.Kind(), func(e Enqueuer, doc *store.Document, reason string) {
+		if !d.impl.echo(doc.Meta.Key, doc.Meta.Revision) {
+			e.Enqueue(doc.Meta.Key, reason)
+		}
+	})
+}
+
+// Create admits and stores a new document: its intent must be a state of
+// the machine that the initial phase does not refuse (an error matching
+// statemachine.ErrUnknownState names the states; one matching
+// statemachine.ErrIntentRefused names the reason). Its status is the
+// machine's: the store never writes a status on create, whatever obj.Status
+// holds, and the returned document shows the initial phase the driver reads
+// an unwritten status as. Create does not modify obj. Documents created with the
+// collection's own Create skip this admission; the driver then records an
+// unknown intent in Status.Refused instead of acting on it.
+func (d *Driver[Spec, Status]) Create(ctx context.Context, obj *store.Object[Spec, Status]) (*store.Object[Spec, Status], error) {
+	return d.impl.create(ctx, obj)
 }
 
 // Collection returns the collection the driver reads and writes.
@@ -331,7 +396,56 @@ type phaseDriver[Spec HasIntent[S], Status any, PStatus interface {
 	wait      time.Duration
 	progress  time.Duration
 	conflicts int
-	metrics   *phaseMetrics[P] // nil when metrics are off
+	backoff   workqueue.Backoff
+	metrics   *phaseMetrics[S, P] // nil when metrics are off
+
+	// mu guards own.
+	mu sync.Mutex
+	// own holds, per key, the newest revision this driver wrote. A watch
+	// event at or below it is the driver's own write, or a change the read
+	// before that write already included: conditional writes leave no room
+	// for another writer between them.
+	own map[string]int64
+}
+
+// echo reports whether the change of the document under key at revision is
+// one the driver already knows of (see own).
+func (d *phaseDriver[Spec, Status, PStatus, S, P]) echo(key string, revision int64) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	r, ok := d.own[key]
+	return ok && revision <= r
+}
+
+// wrote records a write of the driver to the document under key.
+func (d *phaseDriver[Spec, Status, PStatus, S, P]) wrote(key string, revision int64) {
+	d.mu.Lock()
+	d.own[key] = max(d.own[key], revision)
+	d.mu.Unlock()
+}
+
+// gone forgets the document under key once it is removed.
+func (d *phaseDriver[Spec, Status, PStatus, S, P]) gone(key string) {
+	d.mu.Lock()
+	delete(d.own, key)
+	d.mu.Unlock()
+	d.metrics.forget(key)
+}
+
+func (d *phaseDriver[Spec, Status, PStatus, S, P]) create(ctx context.Context, obj *store.Object[Spec, Status]) (*store.Object[Spec, Status], error) {
+	intent := obj.Spec.Intent()
+	if err := d.m.ValidateIntent(intent); err != nil {
+		return nil, fmt.Errorf("%s %q: %w", d.c.Kind(), obj.Key, err)
+	}
+	if err := d.m.Admit(intent, d.m.Initial()); err != nil {
+		return nil, fmt.Errorf("%s %q: %w", d.c.Kind(), obj.Key, err)
+	}
+	created, err := d.c.Create(ctx, obj)
+	if err != nil {
+		return nil, err
+	}
+	*PStatus(&created.Status).MachineStatus() = d.machineStatus(created)
+	return created, nil
 }
 
 // machineStatus returns the machine's part of obj's status, read as the
@@ -379,7 +493,7 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) reconcile(ctx context.Context
 			var err error
 			if obj, err = d.c.Get(ctx, key); err != nil {
 				if errors.Is(err, store.ErrNotFound) {
-					d.metrics.forget(key)
+					d.gone(key)
 					return Result{}, nil
 				}
 				return Result{}, err
@@ -410,7 +524,7 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) pass(ctx context.Context, log
 	if d.final != nil {
 		switch finalizer.StateOf(&finObject[Spec, Status]{c: d.c, obj: obj}, d.finalizer) {
 		case finalizer.Absent:
-			fo := &finObject[Spec, Status]{c: d.c, obj: obj}
+			fo := &finObject[Spec, Status]{c: d.c, obj: obj, wrote: d.wrote}
 			if err := finalizer.Add(ctx, fo, d.finalizer); err != nil {
 				if errors.Is(err, store.ErrNotFound) || errors.Is(err, finalizer.ErrTerminating) {
 					return end(Result{}, nil)
@@ -423,45 +537,59 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) pass(ctx context.Context, log
 		}
 	}
 
+	now := time.Now()
 	read := d.machineStatus(obj)
+	st := read
+	if op := st.Operation; op != nil && !op.RetryAt.IsZero() &&
+		(obj.Generation != st.ObservedGeneration || obj.Terminating() != st.ObservedDeletion) {
+		// A spec change or a deletion request retries a failed step at once.
+		retry := *op
+		retry.RetryAt = time.Time{}
+		st.Operation = &retry
+	}
 	intent := d.intent(obj)
-	dec, err := d.m.Decide(intent, read)
+	dec, err := d.m.Decide(intent, st, now)
+	if errors.Is(err, statemachine.ErrUnknownState) {
+		return d.unknownIntent(ctx, log, obj, read, intent, err)
+	}
 	if err != nil {
 		return end(Result{}, Terminal(fmt.Errorf("%s %q: %w", d.c.Kind(), obj.Key, err)))
 	}
-	st := read
-	if dec.Kind == statemachine.Wait || dec.Kind == statemachine.Complete {
-		if st, err = d.observe(ctx, obj, st); err != nil {
+	if dec.Kind == statemachine.Wait || dec.Kind == statemachine.Complete || (dec.Kind == statemachine.Expire && dec.Step == "") {
+		// Judge the completion on fresh observations: one that holds by
+		// now wins over a deadline that has passed.
+		if st, err = d.observe(ctx, obj, st, now); err != nil {
 			return end(Result{}, err)
 		}
-		if dec, err = d.m.Decide(intent, st); err != nil {
+		if dec, err = d.m.Decide(intent, st, now); err != nil {
 			return end(Result{}, Terminal(fmt.Errorf("%s %q: %w", d.c.Kind(), obj.Key, err)))
 		}
 	}
-	if dec.Refused != nil && log != nil {
-		log.Warn("intent refused; serving the intent adopted last", zap.Error(dec.Refused),
-			zap.Any("serving", dec.Intent))
-	}
 
-	var r statemachine.Result
+	r := statemachine.Result{Now: now}
+	if d.m.NeedsOperationID(dec) {
+		r.OperationID = d.newID()
+	}
 	switch dec.Kind {
 	case statemachine.Nothing:
 		if dec.Final {
 			return d.remove(ctx, obj)
 		}
-	case statemachine.Begin:
-		r.OperationID = d.newID()
 	case statemachine.Run:
 		r.Outcome, r.Err = d.run(ctx, obj, dec)
 		if ctx.Err() != nil && r.Outcome != statemachine.Done {
 			// Cancelled (shutdown, timeout, lease lost): record nothing.
 			return end(Result{}, cmp.Or(r.Err, ctx.Err()))
 		}
+		r.Now = time.Now()
+		r.RetryAfter = d.backoff.Delay(dec.Operation.Attempts + 1)
+		d.metrics.step(dec.Phase, dec.Step, r.Outcome)
 	}
 	next, err := d.m.Apply(st, dec, r)
 	if err != nil {
 		return end(Result{}, fmt.Errorf("%s %q: %w", d.c.Kind(), obj.Key, err))
 	}
+	next.ObservedGeneration, next.ObservedDeletion = obj.Generation, obj.Terminating()
 	if !next.Equal(read) {
 		*PStatus(&obj.Status).MachineStatus() = next
 		written, err := d.writeStatus(ctx, obj)
@@ -469,46 +597,113 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) pass(ctx context.Context, log
 		case errors.Is(err, store.ErrConflict):
 			return nil, passReread, Result{}, err
 		case errors.Is(err, store.ErrNotFound):
-			d.metrics.forget(obj.Key)
+			d.gone(obj.Key)
 			return end(Result{}, nil)
 		case err != nil:
 			return end(Result{}, err)
 		}
 		obj = written
-		if next.Phase != read.Phase {
-			d.metrics.transition(obj.Key, read.Phase, next.Phase, time.Now())
-			if log != nil {
-				log.Info("phase changed", zap.Any("from", read.Phase), zap.Any("to", next.Phase),
-					zap.Any("intent", dec.Intent), zap.Stringer("decision", dec.Kind))
-			}
-		}
+		d.report(log, obj.Key, intent, read, next, r.Now)
 	}
+	d.metrics.observe(obj.Key, next.Target, next.Phase)
 
+	if next.Failure != nil && next.Phase != dec.Phase && (dec.Kind == statemachine.Run || dec.Kind == statemachine.Expire) {
+		return d.gaveUp(obj, intent, next, r.Err, now)
+	}
 	switch dec.Kind {
-	case statemachine.Begin, statemachine.Complete:
+	case statemachine.Begin, statemachine.Complete, statemachine.Abort:
 		return obj, passAgain, Result{}, nil
 	case statemachine.Wait:
-		return end(Result{RequeueAfter: d.wait}, nil)
+		return end(Result{RequeueAfter: until(now, d.wait, dec.Deadline)}, nil)
+	case statemachine.Backoff:
+		return end(Result{RequeueAfter: until(now, dec.Until.Sub(now), dec.Deadline)}, nil)
 	case statemachine.Hold:
-		if log != nil {
-			log.Info("held in the fault phase for an operator", zap.Any("phase", dec.Phase), zap.String("reason", dec.Reason))
-		}
 		return end(Result{}, nil)
 	case statemachine.Run:
-		switch r.Outcome {
-		case statemachine.Done:
+		switch {
+		case r.Outcome == statemachine.Done:
 			return obj, passAgain, Result{}, nil
-		case statemachine.Progressed:
+		case r.Outcome == statemachine.Progressed:
 			return end(Result{RequeueAfter: d.progress}, nil)
 		}
-		err := fmt.Errorf("%s %q: step %s of operation %s (%v): %w", d.c.Kind(), obj.Key, dec.Step,
-			dec.Operation.ID, dec.Operation.Phase, cmp.Or(r.Err, errors.New(r.Outcome.String())))
-		if r.Outcome == statemachine.FailedTerminal {
-			err = Terminal(err)
-		}
-		return end(Result{}, err)
+		err := fmt.Errorf("%s %q: step %s of operation %s (%v), attempt %d: %w", d.c.Kind(), obj.Key, dec.Step,
+			dec.Operation.ID, dec.Operation.Phase, next.Operation.Attempts, cmp.Or(r.Err, errors.New(r.Outcome.String())))
+		return end(Result{}, RetryAfter(err, until(r.Now, next.Operation.RetryAt.Sub(r.Now), dec.Deadline)))
 	}
 	return end(Result{}, nil)
+}
+
+// gaveUp ends a reconcile whose operation was just given up (a terminal
+// failure, its attempts used up, its deadline passed): the failure, recorded
+// in status, is the reconcile's error, so the controller logs and counts it
+// once. When the FailTo phase holds the document for an operator, the error
+// is terminal; when a rule leads on (deletion of a failed document, a retry
+// lap), the key is queued again at once and the next operation's own
+// backoff applies.
+func (d *phaseDriver[Spec, Status, PStatus, S, P]) gaveUp(obj *store.Object[Spec, Status], intent S, next statemachine.Status[S, P], stepErr error, now time.Time) (*store.Object[Spec, Status], pass, Result, error) {
+	f := next.Failure
+	if te := (*terminalError)(nil); errors.As(stepErr, &te) && te.err != nil {
+		stepErr = te.err // whether the failure is terminal for the key is decided below
+	}
+	err := fmt.Errorf("%s %q: %v gave up (%s) in step %q of operation %s, now %v: %w", d.c.Kind(), obj.Key,
+		f.Operation.Phase, f.Cause, f.Step, f.Operation.ID, next.Phase, cmp.Or(stepErr, errors.New(f.Reason)))
+	if dn, derr := d.m.Decide(intent, next, now); derr == nil && dn.Kind == statemachine.Hold {
+		return nil, passEnd, Result{}, Terminal(err)
+	}
+	return nil, passEnd, Result{}, RetryAfter(err, 0)
+}
+
+// until returns d, or the time left until deadline when that is sooner, so
+// that a waiting operation is looked at again when its deadline passes.
+func until(now time.Time, d time.Duration, deadline time.Time) time.Duration {
+	if !deadline.IsZero() {
+		d = min(d, deadline.Sub(now))
+	}
+	return max(d, time.Millisecond)
+}
+
+// report logs and counts what a status write changed: a phase change (with
+// the failure that caused it, if any) and a refusal that began.
+func (d *phaseDriver[Spec, Status, PStatus, S, P]) report(log *zap.Logger, key string, intent S, read, next statemachine.Status[S, P], now time.Time) {
+	if next.Refused != nil && (read.Refused == nil || *read.Refused != *next.Refused) {
+		d.metrics.refused(next.Phase)
+		if log != nil {
+			log.Warn("intent refused", zap.Any("intent", next.Refused.Intent), zap.Any("phase", next.Phase),
+				zap.String("reason", next.Refused.Reason), zap.Any("serving", next.Target))
+		}
+	}
+	if next.Phase == read.Phase {
+		return
+	}
+	d.metrics.transition(key, read.Phase, next.Phase, now)
+	failed := next.Failure != nil && (read.Failure == nil || !read.Failure.At.Equal(next.Failure.At))
+	if failed {
+		d.metrics.failed(read.Phase, next.Failure.Cause) // the reconcile's error says why
+	}
+	if log != nil {
+		log.Info("phase changed", zap.Any("from", read.Phase), zap.Any("to", next.Phase), zap.Any("intent", intent))
+	}
+}
+
+// unknownIntent records in status that obj's intent is no state of the
+// machine (it was written without the driver's admission) and ends the
+// reconcile with a terminal error: the spec must change.
+func (d *phaseDriver[Spec, Status, PStatus, S, P]) unknownIntent(ctx context.Context, log *zap.Logger, obj *store.Object[Spec, Status], read statemachine.Status[S, P], intent S, cause error) (*store.Object[Spec, Status], pass, Result, error) {
+	next := read
+	next.Refused = &statemachine.RefusedIntent[S]{Intent: intent, Reason: cause.Error()}
+	next.ObservedGeneration, next.ObservedDeletion = obj.Generation, obj.Terminating()
+	if next.Equal(read) {
+		return nil, passEnd, Result{}, Terminal(fmt.Errorf("%s %q: %w", d.c.Kind(), obj.Key, cause))
+	}
+	*PStatus(&obj.Status).MachineStatus() = next
+	if _, err := d.writeStatus(ctx, obj); err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			return nil, passReread, Result{}, err
+		}
+		return nil, passEnd, Result{}, err
+	}
+	d.report(log, obj.Key, intent, read, next, time.Now())
+	return nil, passEnd, Result{}, Terminal(fmt.Errorf("%s %q: %w", d.c.Kind(), obj.Key, cause))
 }
 
 // writeStatus writes obj's status, conditional on obj's revision, and returns
@@ -524,13 +719,25 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) writeStatus(ctx context.Conte
 	if err != nil {
 		return nil, err
 	}
+	d.wrote(obj.Key, stored.Meta.Revision)
 	obj.Meta = stored.Meta
 	return obj, nil
 }
 
-// run calls the step dec names and classifies its result.
+// errStepTimeout is the cause of a step context that ran out of its phase's
+// StepTimeout.
+var errStepTimeout = errors.New("controller: step timed out")
+
+// run calls the step dec names, within its phase's step timeout, and
+// classifies its result.
 func (d *phaseDriver[Spec, Status, PStatus, S, P]) run(ctx context.Context, obj *store.Object[Spec, Status], dec statemachine.Decision[S, P]) (statemachine.Outcome, error) {
-	out, err := d.steps[dec.Step](ctx, obj, dec.Operation.ID)
+	ps, _ := d.m.Spec(dec.Phase)
+	stepCtx, cancel := context.WithTimeoutCause(ctx, ps.Bounds.StepTimeout, errStepTimeout)
+	defer cancel()
+	out, err := d.steps[dec.Step](stepCtx, obj, dec.Operation.ID)
+	if ctx.Err() == nil && context.Cause(stepCtx) == errStepTimeout && out != statemachine.Done {
+		return statemachine.Failed, fmt.Errorf("step %s timed out after %v: %w", dec.Step, ps.Bounds.StepTimeout, cmp.Or(err, errStepTimeout))
+	}
 	switch {
 	case errors.Is(err, ErrTerminal):
 		return statemachine.FailedTerminal, err
@@ -542,7 +749,7 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) run(ctx context.Context, obj 
 
 // observe runs the observers of the conditions the completion of st's phase
 // requires and returns st with the observations recorded.
-func (d *phaseDriver[Spec, Status, PStatus, S, P]) observe(ctx context.Context, obj *store.Object[Spec, Status], st statemachine.Status[S, P]) (statemachine.Status[S, P], error) {
+func (d *phaseDriver[Spec, Status, PStatus, S, P]) observe(ctx context.Context, obj *store.Object[Spec, Status], st statemachine.Status[S, P], now time.Time) (statemachine.Status[S, P], error) {
 	ps, _ := d.m.Spec(st.Phase)
 	obs := make([]statemachine.Observation, 0, len(ps.Completion))
 	for _, req := range ps.Completion {
@@ -552,14 +759,14 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) observe(ctx context.Context, 
 		}
 		obs = append(obs, statemachine.Observation{Name: req.Condition, Status: ok, Reason: reason})
 	}
-	return st.Observe(time.Now(), obs...), nil
+	return st.Observe(now, obs...), nil
 }
 
 // remove ends the life of a document settled in the final pair: it deletes
 // it, if it is not Terminating yet, then removes the driver's finalizer.
 func (d *phaseDriver[Spec, Status, PStatus, S, P]) remove(ctx context.Context, obj *store.Object[Spec, Status]) (*store.Object[Spec, Status], pass, Result, error) {
 	key := obj.Key
-	fo := &finObject[Spec, Status]{c: d.c, obj: obj}
+	fo := &finObject[Spec, Status]{c: d.c, obj: obj, wrote: d.wrote}
 	if !obj.Terminating() {
 		err := d.c.Delete(ctx, key, store.DeleteOptions{UID: obj.UID, Revision: obj.Revision})
 		if errors.Is(err, store.ErrConflict) {
@@ -573,21 +780,22 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) remove(ctx context.Context, o
 			return nil, passEnd, Result{}, err
 		}
 		if err != nil {
-			d.metrics.forget(key)
+			d.gone(key)
 			return nil, passEnd, Result{}, nil
 		}
 	}
 	if err := finalizer.Remove(ctx, fo, d.finalizer); err != nil {
 		return nil, passEnd, Result{}, err
 	}
-	d.metrics.forget(key)
+	d.gone(key)
 	return nil, passEnd, Result{}, nil
 }
 
 // finObject is a finalizer.Object over a typed document.
 type finObject[Spec, Status any] struct {
-	c   *store.Collection[Spec, Status]
-	obj *store.Object[Spec, Status]
+	c     *store.Collection[Spec, Status]
+	obj   *store.Object[Spec, Status]
+	wrote func(key string, revision int64) // records the writes; may be nil
 }
 
 func (f *finObject[Spec, Status]) Terminating() bool    { return f.obj.Terminating() }
@@ -599,6 +807,9 @@ func (f *finObject[Spec, Status]) SetFinalizers(ctx context.Context, finalizers 
 	written, err := f.c.UpdateSpec(ctx, &next)
 	if err != nil {
 		return err
+	}
+	if f.wrote != nil {
+		f.wrote(written.Key, written.Revision)
 	}
 	f.obj = written
 	return nil

@@ -38,6 +38,7 @@ func jobMachine(t testing.TB) *sm.Machine[string, string] {
 			{State: "Deleted", Phase: "Finished", Begin: "Deleting"},
 			{State: "Deleted", Phase: "Failed", Begin: "Deleting"},
 		},
+		Refusals:    []sm.Refusal[string, string]{{States: []string{"Done"}, Phases: []string{"Deleting"}, Reason: "a job being deleted cannot be done"}},
 		Unreachable: []sm.Pair[string, string]{{State: "Done", Phase: "Deleted"}},
 	})
 	if err != nil {
@@ -143,7 +144,8 @@ func TestDriverUnknownIntent(t *testing.T) {
 	if !errors.Is(err, controller.ErrTerminal) || !errors.Is(err, sm.ErrUnknownState) || !strings.Contains(err.Error(), "Flying") {
 		t.Fatalf("reconcile: %v, want a terminal unknown-state error", err)
 	}
-	if st := f.get(t, "gw").Status; st.Phase != "" {
-		t.Errorf("status written for an unknown intent: %+v", st.Status)
+	if st := f.get(t, "gw").Status; st.Operation != nil || st.Refused == nil || st.Refused.Intent != "Flying" ||
+		!strings.Contains(st.Refused.Reason, "Running, Stopped, Restarting, Deleted") {
+		t.Errorf("status %+v, want the unknown intent refused with the machine's states", st.Status)
 	}
 }

@@ -36,6 +36,7 @@ const (
 	phStopped  gwPhase = "Stopped"
 	phDeleting gwPhase = "Deleting"
 	phDeleted  gwPhase = "Deleted"
+	phFailed   gwPhase = "Failed"
 )
 
 var (
@@ -48,7 +49,15 @@ var (
 
 func gatewayMachine(t testing.TB) *sm.Machine[gwState, gwPhase] {
 	t.Helper()
-	m, err := sm.New(sm.Definition[gwState, gwPhase]{
+	m, err := sm.New(gatewayDefinition())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func gatewayDefinition() sm.Definition[gwState, gwPhase] {
+	return sm.Definition[gwState, gwPhase]{
 		Name:    "ApiGateway",
 		States:  []gwState{gwRunning, gwStopped, gwRestarting, gwDeleted},
 		Initial: phCreating,
@@ -66,6 +75,7 @@ func gatewayMachine(t testing.TB) *sm.Machine[gwState, gwPhase] {
 				Completion: []sm.Require{sm.Not("runtime_domain_present"), sm.Not("instance_present"),
 					sm.Not("database_ready"), sm.Not("namespace_ready")}},
 			{Phase: phDeleted, Kind: sm.Terminal},
+			{Phase: phFailed, Kind: sm.Fault},
 		},
 		Settled: []sm.Settle[gwState, gwPhase]{
 			{State: gwStopped, Phase: phCreated},
@@ -84,12 +94,14 @@ func gatewayMachine(t testing.TB) *sm.Machine[gwState, gwPhase] {
 			{State: gwRunning, Phase: phStopped, Begin: phStarting},
 			{State: gwRestarting, Phase: phStopped, Begin: phStarting},
 			{State: gwDeleted, Phase: phStopped, Begin: phDeleting},
+			{State: gwDeleted, Phase: phFailed, Begin: phDeleting},
 		},
-	})
-	if err != nil {
-		t.Fatal(err)
+		Refusals: []sm.Refusal[gwState, gwPhase]{{
+			States: []gwState{gwRunning, gwStopped, gwRestarting},
+			Phases: []gwPhase{phDeleting, phDeleted},
+			Reason: "a gateway being deleted cannot be brought back",
+		}},
 	}
-	return m
 }
 
 type gwSpec struct {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/tendhq/tend/statemachine"
 	"github.com/tendhq/tend/store"
@@ -123,7 +124,7 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) cascade(ctx context.Context, 
 			left++
 			continue
 		}
-		dec, err := d.m.Decide(d.intent(obj), d.machineStatus(obj))
+		dec, err := d.m.Decide(d.intent(obj), d.machineStatus(obj), time.Now())
 		switch {
 		case err != nil:
 			return statemachine.Failed, fmt.Errorf("%s %q: %w", d.c.Kind(), obj.Key, err)

@@ -14,20 +14,28 @@ import (
 // milliseconds to minutes, resting phases last hours.
 var phaseBuckets = prometheus.ExponentialBuckets(0.001, 4, 13)
 
-// phaseMetrics are the phase series of one driver, with the kind label bound
-// and the series of every edge and phase of the machine made up front, so
-// recording a transition takes no label lookup.
-type phaseMetrics[P comparable] struct {
+// phaseMetrics are the series of one driver, with the kind label bound and
+// the series of every edge and phase of the machine made up front, so
+// recording a transition takes no label lookup. A nil *phaseMetrics records
+// nothing (metrics off).
+type phaseMetrics[S, P comparable] struct {
 	collectors  []prometheus.Collector
 	transitions map[statemachine.Edge[P]]prometheus.Counter
 	durations   map[P]prometheus.Observer
+	documents   *prometheus.GaugeVec   // by state and phase
+	steps       *prometheus.CounterVec // by phase, step and outcome
+	failures    *prometheus.CounterVec // by phase and cause
+	refusals    *prometheus.CounterVec // by phase
 
-	// mu guards since.
+	// mu guards since and pairs.
 	mu sync.Mutex
 	// since holds, per key, the phase a document entered by a write of this
 	// driver and when. Time in a phase is measured from it when the
 	// document leaves the phase.
 	since map[string]entered[P]
+	// pairs holds, per key, the (target intent, phase) the documents gauge
+	// counts the document under.
+	pairs map[string]statemachine.Pair[S, P]
 }
 
 type entered[P comparable] struct {
@@ -35,9 +43,9 @@ type entered[P comparable] struct {
 	at    time.Time
 }
 
-// newPhaseMetrics registers the phase series of kind with reg. On failure it
+// newPhaseMetrics registers the series of kind with reg. On failure it
 // unregisters what it registered.
-func newPhaseMetrics[S, P comparable](reg prometheus.Registerer, kind string, m *statemachine.Machine[S, P]) (*phaseMetrics[P], error) {
+func newPhaseMetrics[S, P comparable](reg prometheus.Registerer, kind string, m *statemachine.Machine[S, P]) (*phaseMetrics[S, P], error) {
 	labels := prometheus.Labels{"kind": kind}
 	transitions := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name:        "tend_phase_transitions_total",
@@ -50,12 +58,33 @@ func newPhaseMetrics[S, P comparable](reg prometheus.Registerer, kind string, m 
 		ConstLabels: labels,
 		Buckets:     phaseBuckets,
 	}, []string{"phase"})
-	pm := &phaseMetrics[P]{
-		collectors:  []prometheus.Collector{transitions, durations},
+	pm := &phaseMetrics[S, P]{
 		transitions: make(map[statemachine.Edge[P]]prometheus.Counter),
 		durations:   make(map[P]prometheus.Observer),
-		since:       make(map[string]entered[P]),
+		documents: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name:        "tend_documents",
+			Help:        "Documents this replica last saw in each (intent served, phase), per kind",
+			ConstLabels: labels,
+		}, []string{"state", "phase"}),
+		steps: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name:        "tend_step_attempts_total",
+			Help:        "Step calls, per kind, phase, step and outcome (done, progressed, failed, failed-terminal)",
+			ConstLabels: labels,
+		}, []string{"phase", "step", "outcome"}),
+		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name:        "tend_operation_failures_total",
+			Help:        "Operations given up, per kind, phase and cause (terminal, deadline, attempts)",
+			ConstLabels: labels,
+		}, []string{"phase", "cause"}),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name:        "tend_intent_refusals_total",
+			Help:        "Intents found refused, per kind and phase; each refusal counts once",
+			ConstLabels: labels,
+		}, []string{"phase"}),
+		since: make(map[string]entered[P]),
+		pairs: make(map[string]statemachine.Pair[S, P]),
 	}
+	pm.collectors = []prometheus.Collector{transitions, durations, pm.documents, pm.steps, pm.failures, pm.refusals}
 	for _, e := range m.Edges() {
 		pm.transitions[e] = transitions.WithLabelValues(fmt.Sprint(e.From), fmt.Sprint(e.To))
 	}
@@ -74,8 +103,8 @@ func newPhaseMetrics[S, P comparable](reg prometheus.Registerer, kind string, m 
 }
 
 // transition records that the document under key moved from one phase to
-// another at now. pm may be nil (metrics off).
-func (pm *phaseMetrics[P]) transition(key string, from, to P, now time.Time) {
+// another at now.
+func (pm *phaseMetrics[S, P]) transition(key string, from, to P, now time.Time) {
 	if pm == nil {
 		return
 	}
@@ -91,12 +120,57 @@ func (pm *phaseMetrics[P]) transition(key string, from, to P, now time.Time) {
 	}
 }
 
+// observe counts the document under key in (state, phase).
+func (pm *phaseMetrics[S, P]) observe(key string, state S, phase P) {
+	if pm == nil {
+		return
+	}
+	pair := statemachine.Pair[S, P]{State: state, Phase: phase}
+	pm.mu.Lock()
+	prev, ok := pm.pairs[key]
+	pm.pairs[key] = pair
+	pm.mu.Unlock()
+	if ok && prev == pair {
+		return
+	}
+	if ok {
+		pm.documents.WithLabelValues(fmt.Sprint(prev.State), fmt.Sprint(prev.Phase)).Dec()
+	}
+	pm.documents.WithLabelValues(fmt.Sprint(state), fmt.Sprint(phase)).Inc()
+}
+
+// step counts one step call.
+func (pm *phaseMetrics[S, P]) step(phase P, step string, out statemachine.Outcome) {
+	if pm != nil {
+		pm.steps.WithLabelValues(fmt.Sprint(phase), step, out.String()).Inc()
+	}
+}
+
+// failed counts an operation of phase given up for cause.
+func (pm *phaseMetrics[S, P]) failed(phase P, cause statemachine.Cause) {
+	if pm != nil {
+		pm.failures.WithLabelValues(fmt.Sprint(phase), string(cause)).Inc()
+	}
+}
+
+// refused counts a refusal that began in phase.
+func (pm *phaseMetrics[S, P]) refused(phase P) {
+	if pm != nil {
+		pm.refusals.WithLabelValues(fmt.Sprint(phase)).Inc()
+	}
+}
+
 // forget drops what is known of the document under key, once it is gone.
-func (pm *phaseMetrics[P]) forget(key string) {
+func (pm *phaseMetrics[S, P]) forget(key string) {
 	if pm == nil {
 		return
 	}
 	pm.mu.Lock()
 	delete(pm.since, key)
+	prev, ok := pm.pairs[key]
+	delete(pm.pairs, key)
 	pm.mu.Unlock()
+	if ok {
+		pm.documents.WithLabelValues(fmt.Sprint(prev.State), fmt.Sprint(prev.Phase)).Dec()
+	}
 }

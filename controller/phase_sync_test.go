@@ -139,10 +139,10 @@ func domainMachine(t testing.TB) *sm.Machine[string, string] {
 		States:  []string{"Active", "Deleted"},
 		Initial: "Creating",
 		Phases: []sm.PhaseSpec[string]{
-			{Phase: "Creating", Kind: sm.Transitional, Steps: []string{"create_routes"},
+			{Phase: "Creating", Kind: sm.Transitional, Unbounded: true, Steps: []string{"create_routes"},
 				Completion: []sm.Require{sm.Is("routes_present")}, Then: "Created"},
 			{Phase: "Created"},
-			{Phase: "Deleting", Kind: sm.Transitional, NoReturn: true, Steps: []string{"delete_routes"},
+			{Phase: "Deleting", Kind: sm.Transitional, NoReturn: true, Unbounded: true, Steps: []string{"delete_routes"},
 				Completion: []sm.Require{sm.Not("routes_present")}, Then: "Deleted"},
 			{Phase: "Deleted", Kind: sm.Terminal},
 		},
@@ -150,8 +150,8 @@ func domainMachine(t testing.TB) *sm.Machine[string, string] {
 			{State: "Active", Phase: "Created"},
 			{State: "Deleted", Phase: "Deleted", Final: true},
 		},
-		Rules:       []sm.Rule[string, string]{{State: "Deleted", Phase: "Created", Begin: "Deleting"}},
-		Unreachable: []sm.Pair[string, string]{{State: "Active", Phase: "Deleted"}},
+		Rules:    []sm.Rule[string, string]{{State: "Deleted", Phase: "Created", Begin: "Deleting"}},
+		Refusals: []sm.Refusal[string, string]{{States: []string{"Active"}, Phases: []string{"Deleting", "Deleted"}, Reason: "a deleted domain stays deleted"}},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -7,10 +7,12 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tendhq/tend/controller"
 	sm "github.com/tendhq/tend/statemachine"
 	"github.com/tendhq/tend/store"
+	"github.com/tendhq/tend/workqueue"
 )
 
 // TestDriverLifecycle drives one gateway through every intent of seed 000 and
@@ -124,7 +126,9 @@ func TestDriverStepFailureKeepsOperationID(t *testing.T) {
 		}
 		return 0, nil
 	}
-	d := f.driver(t, f.config())
+	cfg := f.config()
+	cfg.Backoff = workqueue.BackoffFunc(func(int) time.Duration { return 0 }) // retry at once
+	d := f.driver(t, cfg)
 	f.create(t, "gw", gwRunning)
 	for attempt := 1; attempt <= 2; attempt++ {
 		_, err := d.Reconcile(context.Background(), "gw")

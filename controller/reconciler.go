@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"go.uber.org/zap"
@@ -70,6 +71,31 @@ func (e *terminalError) Unwrap() []error {
 	}
 	return []error{ErrTerminal, e.err}
 }
+
+// RetryAfter marks err as a failure to retry after d instead of after the
+// rate limiter's delay: a reconciler that keeps its own backoff (the
+// [Driver] keeps it in the document's status, so that it survives restarts)
+// or that was told when to come back (a Retry-After header). The failure is
+// logged and counted like any other error, and the key's rate-limiter count
+// is forgotten. The returned error matches err with errors.Is and errors.As.
+// A [Terminal] error wins over RetryAfter: it is not retried.
+func RetryAfter(err error, d time.Duration) error {
+	return &retryAfterError{err: err, after: max(d, 0)}
+}
+
+type retryAfterError struct {
+	err   error
+	after time.Duration
+}
+
+func (e *retryAfterError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("retry after %v", e.after)
+	}
+	return e.err.Error()
+}
+
+func (e *retryAfterError) Unwrap() error { return e.err }
 
 type loggerKey struct{}
 

@@ -1,6 +1,7 @@
 package statemachine
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -17,7 +18,8 @@ import (
 //   - [ErrDuplicate], [ErrConflict]: a value or pair declared twice, alike or
 //     differently (a pair both settled and ruled, two rules with different
 //     targets, a pair both ruled and declared unreachable);
-//   - [ErrIncomplete]: a transitional phase without steps, completion or Then;
+//   - [ErrIncomplete]: a transitional phase without steps, completion or Then,
+//     or with nowhere to fail to (no FailTo, no Fault phase, not Unbounded);
 //   - [ErrInvalid]: a rule in a transitional or from a terminal phase, a rule
 //     beginning a phase that is not transitional, a settled pair in a
 //     transitional phase, a sanctioned cycle that is not an edge, …;
@@ -26,11 +28,18 @@ import (
 //   - [ErrNoReturn]: a path from a point of no return back to it that no
 //     declared cycle sanctions;
 //   - [ErrUncovered]: a pair in a resting or terminal phase that is neither
-//     settled, ruled, nor declared unreachable, and whose intent is not refused
-//     there (the "vn8ofl" stuck document);
-//   - [ErrNoProgress]: with its intent held constant, a ruled pair or a
-//     transitional phase never reaches a settled pair.
+//     settled, ruled, declared refused nor declared unreachable (a stuck
+//     document), or the final intent in the Fault phase without a rule or a
+//     declared refusal (a failed document that could never be deleted);
+//   - [ErrNoProgress]: the liveness check. With its intent held constant,
+//     and assuming each operation eventually completes or runs out of its
+//     bounds (either may happen), some pair can reach a point from which no
+//     settled pair of that intent, declared refusal or — for any intent but
+//     the final one — the Fault phase is reachable. The error names the pair
+//     and the path to the dead end or loop.
 //
+// Refusals are only ever declared: a pair past a point of no return that
+// cannot reach its intent any more must be listed in [Definition.Refusals].
 // The last check runs only when all others pass. New never panics.
 func New[S, P comparable](def Definition[S, P]) (*Machine[S, P], error) {
 	def = cloneDefinition(def)
@@ -42,13 +51,17 @@ func New[S, P comparable](def Definition[S, P]) (*Machine[S, P], error) {
 		settled: map[Pair[S, P]]Settle[S, P]{},
 		rules:   map[Pair[S, P]]Rule[S, P]{},
 		unreach: map[Pair[S, P]]bool{},
+		refused: map[Pair[S, P]]string{},
+		aborts:  map[Pair[S, P]]P{},
 		cycles:  map[Edge[P]]bool{},
+		final:   -1,
 		def:     def,
 	}}
 	if b.m.name == "" {
 		b.m.name = "machine"
 	}
 	b.declare(def)
+	b.bound(def)
 	b.tables(def)
 	if len(b.errs) > 0 {
 		return nil, errors.Join(b.errs...)
@@ -58,7 +71,7 @@ func New[S, P comparable](def Definition[S, P]) (*Machine[S, P], error) {
 	if len(b.errs) > 0 {
 		return nil, errors.Join(b.errs...)
 	}
-	b.progress()
+	b.liveness()
 	if len(b.errs) > 0 {
 		return nil, errors.Join(b.errs...)
 	}
@@ -67,9 +80,8 @@ func New[S, P comparable](def Definition[S, P]) (*Machine[S, P], error) {
 
 // builder accumulates the errors of one New call.
 type builder[S, P comparable] struct {
-	m         *Machine[S, P]
-	errs      []error
-	committed []bool // [phase]: reachable from a point of no return or a terminal phase
+	m    *Machine[S, P]
+	errs []error
 }
 
 func (b *builder[S, P]) pairErr(s S, p P, err error, format string, args ...any) {
@@ -183,8 +195,53 @@ func (b *builder[S, P]) checkPhase(i int, ps PhaseSpec[P]) {
 		b.phaseErr(ps.Phase, ErrInvalid, "unknown phase kind %v", ps.Kind)
 		return
 	}
-	if len(ps.Steps) > 0 || len(ps.Completion) > 0 || ps.Then != zero {
-		b.phaseErr(ps.Phase, ErrInvalid, "%s phase declares steps, a completion or Then; only transitional phases do", ps.Kind)
+	if len(ps.Steps) > 0 || len(ps.Completion) > 0 || ps.Then != zero || ps.FailTo != zero || ps.Unbounded || ps.Bounds != (Bounds{}) {
+		b.phaseErr(ps.Phase, ErrInvalid, "%s phase declares steps, a completion, Then, FailTo or bounds; only transitional phases do", ps.Kind)
+	}
+}
+
+// bound resolves each transitional phase's bounds and FailTo phase.
+func (b *builder[S, P]) bound(def Definition[S, P]) {
+	m := b.m
+	var zero P
+	m.bounds = make([]Bounds, len(m.phases))
+	m.failTo = make([]int, len(m.phases))
+	negative := func(bd Bounds) bool { return bd.Deadline < 0 || bd.MaxAttempts < 0 || bd.StepTimeout < 0 }
+	if negative(def.Bounds) {
+		b.errs = append(b.errs, fmt.Errorf("%s: negative bounds %+v: %w", m.name, def.Bounds, ErrInvalid))
+	}
+	for i, ps := range m.phases {
+		m.failTo[i] = m.failure
+		if ps.Kind != Transitional {
+			continue
+		}
+		if negative(ps.Bounds) {
+			b.phaseErr(ps.Phase, ErrInvalid, "negative bounds %+v", ps.Bounds)
+		}
+		bd := Bounds{
+			Deadline:    cmp.Or(ps.Bounds.Deadline, def.Bounds.Deadline, DefaultDeadline),
+			MaxAttempts: cmp.Or(ps.Bounds.MaxAttempts, def.Bounds.MaxAttempts),
+			StepTimeout: cmp.Or(ps.Bounds.StepTimeout, def.Bounds.StepTimeout, DefaultStepTimeout),
+		}
+		if ps.FailTo != zero {
+			switch f, ok := m.phaseIx[ps.FailTo]; {
+			case !ok:
+				b.phaseErr(ps.Phase, ErrUnknownPhase, "FailTo names undeclared phase %v", ps.FailTo)
+			case f == i:
+				b.phaseErr(ps.Phase, ErrInvalid, "transitional phase fails to itself")
+			default:
+				m.failTo[i] = f
+			}
+		}
+		if ps.Unbounded {
+			if ps.Bounds.Deadline != 0 || ps.Bounds.MaxAttempts != 0 {
+				b.phaseErr(ps.Phase, ErrConflict, "phase is Unbounded but declares a deadline or an attempt cap")
+			}
+			bd.Deadline, bd.MaxAttempts = 0, 0
+		} else if m.failTo[i] < 0 && ps.FailTo == zero {
+			b.phaseErr(ps.Phase, ErrIncomplete, "transitional phase has nowhere to go past its deadline: declare a Fault phase, FailTo, or mark it Unbounded")
+		}
+		m.bounds[i] = bd
 	}
 }
 
@@ -280,6 +337,55 @@ func (b *builder[S, P]) tables(def Definition[S, P]) {
 		}
 		m.unreach[u] = true
 	}
+	for _, r := range def.Refusals {
+		if r.Reason == "" {
+			b.errs = append(b.errs, fmt.Errorf("%s: refusal of %v in %v has no reason: %w", m.name, r.States, r.Phases, ErrInvalid))
+		}
+		for _, s := range r.States {
+			for _, p := range r.Phases {
+				if !b.known(s, p, "refusal") {
+					continue
+				}
+				pair := Pair[S, P]{s, p}
+				switch {
+				case hasKey(m.refused, pair):
+					b.pairErr(s, p, ErrDuplicate, "pair refused twice")
+				case hasKey(m.settled, pair):
+					b.pairErr(s, p, ErrConflict, "pair declared refused is also settled")
+				case hasKey(m.rules, pair):
+					b.pairErr(s, p, ErrConflict, "pair declared refused also has a rule")
+				case m.unreach[pair]:
+					b.pairErr(s, p, ErrConflict, "pair declared refused is also declared unreachable")
+				}
+				m.refused[pair] = r.Reason
+			}
+		}
+	}
+	for _, a := range def.Aborts {
+		if !b.known(a.State, a.Phase, "abort") {
+			continue
+		}
+		pair := Pair[S, P]{a.State, a.Phase}
+		switch _, ok := m.phaseIx[a.To]; {
+		case !ok:
+			b.pairErr(a.State, a.Phase, ErrUnknownPhase, "abort to undeclared phase %v", a.To)
+		case b.kind(a.Phase) != Transitional:
+			b.pairErr(a.State, a.Phase, ErrInvalid, "abort from %v, which is not transitional", a.Phase)
+		case a.To == a.Phase:
+			b.pairErr(a.State, a.Phase, ErrInvalid, "abort to the phase it aborts")
+		case hasKey(m.aborts, pair):
+			b.pairErr(a.State, a.Phase, ErrDuplicate, "abort declared twice")
+		case hasKey(m.refused, pair):
+			b.pairErr(a.State, a.Phase, ErrConflict, "pair declared refused also aborts")
+		}
+		m.aborts[pair] = a.To
+	}
+	for _, st := range def.Settled {
+		if st.Final {
+			m.final = m.stateIx[st.State]
+			break
+		}
+	}
 }
 
 func hasKey[K comparable, V any](m map[K]V, k K) bool {
@@ -295,14 +401,14 @@ func (b *builder[S, P]) graph() {
 		for i := range m.edges {
 			e := &m.edges[i]
 			if e.from == from && e.to == to && e.kind == kind {
-				if kind == ruleEdge {
+				if state >= 0 {
 					e.states = append(e.states, state)
 				}
 				return
 			}
 		}
 		e := edge{from: from, to: to, kind: kind}
-		if kind == ruleEdge {
+		if state >= 0 {
 			e.states = []int{state}
 		}
 		m.edges = append(m.edges, e)
@@ -313,10 +419,16 @@ func (b *builder[S, P]) graph() {
 				add(i, m.phaseIx[r.Begin], ruleEdge, m.stateIx[r.State])
 			}
 		}
-		if ps.Kind == Transitional {
-			add(i, m.phaseIx[ps.Then], completionEdge, 0)
-			if m.failure >= 0 {
-				add(i, m.failure, failureEdge, 0)
+		if ps.Kind != Transitional {
+			continue
+		}
+		add(i, m.phaseIx[ps.Then], completionEdge, -1)
+		if m.failTo[i] >= 0 {
+			add(i, m.failTo[i], failureEdge, -1)
+		}
+		for _, a := range m.def.Aborts {
+			if a.Phase == ps.Phase {
+				add(i, m.phaseIx[a.To], abortEdge, m.stateIx[a.State])
 			}
 		}
 	}
@@ -328,7 +440,7 @@ func (b *builder[S, P]) graph() {
 			continue
 		}
 		if !slices.ContainsFunc(m.edges, func(e edge) bool { return e.from == fi && e.to == ti && e.kind != failureEdge }) {
-			b.phaseErr(c.From, ErrInvalid, "sanctioned cycle %v → %v is not a rule or completion edge", c.From, c.To)
+			b.phaseErr(c.From, ErrInvalid, "sanctioned cycle %v → %v is not a rule, completion or abort edge", c.From, c.To)
 			continue
 		}
 		if m.cycles[c] {
@@ -344,43 +456,17 @@ func (b *builder[S, P]) graph() {
 			b.phaseErr(ps.Phase, ErrUnreachable, "no path from initial phase %v", m.phases[m.initial].Phase)
 		}
 	}
-	// Points of no return: no path back without a sanctioned cycle.
+	// Points of no return: no path back without a sanctioned cycle. Failures
+	// do not count: an operator's way back is not a path of the machine's.
 	forward := func(e edge) bool {
 		return e.kind != failureEdge && !m.cycles[Edge[P]{m.phases[e.from].Phase, m.phases[e.to].Phase}]
 	}
-	b.committed = make([]bool, len(m.phases))
 	for i, ps := range m.phases {
-		if !ps.NoReturn && ps.Kind != Terminal {
-			continue
-		}
-		for j := range b.reach([]int{i}, forward) {
-			b.committed[j] = true
-		}
 		if !ps.NoReturn {
 			continue
 		}
 		if path := b.pathBack(i, forward); path != nil {
 			b.phaseErr(ps.Phase, ErrNoReturn, "path %s leads back; remove it or declare a sanctioned cycle", b.phasePath(path))
-		}
-	}
-	// Which intents each phase admits: outside the committed region all of them;
-	// inside, those a settled pair can still be reached for.
-	all := func(e edge) bool { return e.kind != failureEdge }
-	m.admitted = make([][]bool, len(m.phases))
-	for pi := range m.phases {
-		m.admitted[pi] = make([]bool, len(m.states))
-		reach := b.reach([]int{pi}, all)
-		for si, s := range m.states {
-			if !b.committed[pi] {
-				m.admitted[pi][si] = true
-				continue
-			}
-			for qi := range reach {
-				if hasKey(m.settled, Pair[S, P]{s, m.phases[qi].Phase}) {
-					m.admitted[pi][si] = true
-					break
-				}
-			}
 		}
 	}
 }
@@ -442,87 +528,216 @@ func (b *builder[S, P]) phasePath(path []int) string {
 	return strings.Join(parts, " → ")
 }
 
-// coverage checks that every pair in a resting or terminal phase is covered.
+// covered reports whether a pair is settled, ruled, refused or declared
+// unreachable.
+func (m *Machine[S, P]) covered(pair Pair[S, P]) bool {
+	return hasKey(m.settled, pair) || hasKey(m.rules, pair) || hasKey(m.refused, pair) || m.unreach[pair]
+}
+
+// coverage checks that every pair in a resting or terminal phase is covered,
+// and that the final intent is covered in the Fault phase.
 func (b *builder[S, P]) coverage() {
 	m := b.m
 	for pi, ps := range m.phases {
-		if ps.Kind == Transitional || ps.Kind == Fault {
-			continue // operations run regardless of intent; failures are held for an operator
-		}
 		for si, s := range m.states {
 			pair := Pair[S, P]{s, ps.Phase}
-			if hasKey(m.settled, pair) || hasKey(m.rules, pair) || m.unreach[pair] || !m.admitted[pi][si] {
+			if m.covered(pair) {
 				continue
 			}
-			if ps.Kind == Terminal {
-				b.pairErr(s, ps.Phase, ErrUncovered, "terminal phase, intent still reachable, but the pair is not settled or declared unreachable")
-				continue
+			switch {
+			case ps.Kind == Terminal:
+				b.pairErr(s, ps.Phase, ErrUncovered, "terminal phase, but the pair is not settled or declared refused")
+			case ps.Kind == Resting:
+				b.pairErr(s, ps.Phase, ErrUncovered, "no settled pair, rule or refusal covers it; an object here would be stuck")
+			case pi == m.failure && si == m.final:
+				b.pairErr(s, ps.Phase, ErrUncovered, "the final intent has no rule in the fault phase: a failed object could never end its life; add a rule or declare the pair refused")
 			}
-			b.pairErr(s, ps.Phase, ErrUncovered, "no settled pair, rule or unreachable declaration covers it; an object here would be stuck")
 		}
 	}
 }
 
-// progress checks that, with the intent held constant, every ruled pair and
-// every transitional phase reaches a settled pair.
-func (b *builder[S, P]) progress() {
+// node is a point of the liveness check: a phase, the transitional phases
+// passed since the intent was adopted (a bit set), and whether the intent
+// is adopted yet: an operation found running may serve another intent, so
+// its completion counts as passed only for an intent it began for.
+type node struct {
+	phase   int
+	passed  string
+	adopted bool
+}
+
+// liveness checks, for each intent held constant, that every pair it can
+// be in reaches an end: see [ErrNoProgress].
+func (b *builder[S, P]) liveness() {
 	m := b.m
-	for pi, ps := range m.phases {
-		for si, s := range m.states {
-			if !m.admitted[pi][si] {
+	for si, s := range m.states {
+		for pi, ps := range m.phases {
+			pair := Pair[S, P]{s, ps.Phase}
+			if hasKey(m.refused, pair) || m.unreach[pair] {
 				continue
 			}
-			if ps.Kind != Transitional && !hasKey(m.rules, Pair[S, P]{s, ps.Phase}) {
-				continue
-			}
-			if path, why := b.simulate(si, pi); why != "" {
+			start := node{phase: pi, passed: strings.Repeat("0", len(m.phases)), adopted: ps.Kind != Transitional}
+			if path, why := b.deadEnd(si, start); why != "" {
 				b.pairErr(s, ps.Phase, ErrNoProgress, "path %s %s", b.phasePath(path), why)
 			}
 		}
 	}
 }
 
-// simulate follows the machine from phase pi with intent si held constant and
-// every step succeeding. It returns the path and, when no settled pair is
-// reached, why.
-func (b *builder[S, P]) simulate(si, pi int) ([]int, string) {
+// end reports whether intent si is at an end in n: settled, refused, or held
+// in the Fault phase (any intent but the final one).
+func (b *builder[S, P]) end(si int, n node) bool {
 	m := b.m
-	s := m.states[si]
-	passed := make([]bool, len(m.phases))
-	seen := map[string]bool{}
-	path := []int{pi}
-	cur := pi
-	for {
-		key := fmt.Sprint(cur, passed)
-		if seen[key] {
-			return path, "loops without settling"
+	pair := Pair[S, P]{m.states[si], m.phases[n.phase].Phase}
+	if set, ok := m.settled[pair]; ok && n.adopted && afterDone(set.After, func(p P) bool { return n.passed[m.phaseIx[p]] == '1' }) {
+		return true
+	}
+	if hasKey(m.refused, pair) {
+		return true
+	}
+	return n.phase == m.failure && si != m.final && !hasKey(m.rules, pair)
+}
+
+// step is a move of the liveness check; failure is set when it is taken
+// only because an operation failed or ran out of its bounds.
+type step struct {
+	to      node
+	failure bool
+}
+
+// next returns the moves n allows with intent si held constant, or the
+// reason it is a dead end.
+func (b *builder[S, P]) next(si int, n node) ([]step, string) {
+	m := b.m
+	s, ps := m.states[si], m.phases[n.phase]
+	pair := Pair[S, P]{s, ps.Phase}
+	if ps.Kind == Transitional {
+		passed := strings.Repeat("0", len(m.phases))
+		if n.adopted {
+			passed = n.passed[:n.phase] + "1" + n.passed[n.phase+1:]
 		}
-		seen[key] = true
-		ps := m.phases[cur]
-		if ps.Kind == Transitional {
-			passed[cur] = true
-			cur = m.phaseIx[ps.Then]
-			path = append(path, cur)
+		// Whichever way the operation ends, the next decision adopts the intent.
+		out := []step{{node{m.phaseIx[ps.Then], passed, true}, false}}
+		if f := m.failTo[n.phase]; f >= 0 {
+			out = append(out, step{node{f, n.passed, true}, true})
+		}
+		if to, ok := m.aborts[pair]; ok {
+			out = append(out, step{node{m.phaseIx[to], n.passed, true}, false})
+		}
+		return out, ""
+	}
+	if r, ok := m.rules[pair]; ok {
+		return []step{{node{m.phaseIx[r.Begin], n.passed, true}, false}}, ""
+	}
+	switch {
+	case m.unreach[pair]:
+		return nil, fmt.Sprintf("reaches (%v, %v), declared unreachable", s, ps.Phase)
+	case n.phase == m.failure:
+		return nil, fmt.Sprintf("reaches the fault phase %v, where the final intent %v has no rule", ps.Phase, s)
+	}
+	return nil, fmt.Sprintf("reaches (%v, %v), which nothing settles", s, ps.Phase)
+}
+
+// deadEnd explores every node reachable from start with intent si held
+// constant. It returns the path to the first node that is a dead end, from
+// which no end can be reached, or that lies on a loop the machine takes
+// with every operation succeeding, with why; "" when there is none. A loop
+// through a failure is a retry, not a hole: it ends when the world lets the
+// operation succeed.
+func (b *builder[S, P]) deadEnd(si int, start node) ([]int, string) {
+	prev := map[node]node{start: start}
+	order := []node{start}
+	succ := map[node][]step{}
+	dead := map[node]string{}
+	for i := 0; i < len(order); i++ {
+		n := order[i]
+		if b.end(si, n) {
 			continue
 		}
-		pair := Pair[S, P]{s, ps.Phase}
-		if st, ok := m.settled[pair]; ok && afterDone(st.After, func(p P) bool { return passed[m.phaseIx[p]] }) {
-			return path, ""
+		out, why := b.next(si, n)
+		if why != "" {
+			dead[n] = why
 		}
-		if r, ok := m.rules[pair]; ok {
-			cur = m.phaseIx[r.Begin]
-			path = append(path, cur)
-			continue
-		}
-		switch {
-		case m.unreach[pair]:
-			return path, fmt.Sprintf("reaches (%v, %v), declared unreachable", s, ps.Phase)
-		case !m.admitted[cur][si]:
-			return path, fmt.Sprintf("reaches %v, where intent %v is refused", ps.Phase, s)
-		default:
-			return path, fmt.Sprintf("reaches (%v, %v), which nothing settles", s, ps.Phase)
+		succ[n] = out
+		for _, o := range out {
+			if _, seen := prev[o.to]; !seen {
+				prev[o.to] = n
+				order = append(order, o.to)
+			}
 		}
 	}
+	path := func(n node) []int {
+		var p []int
+		for at := n; ; at = prev[at] {
+			p = append(p, at.phase)
+			if at == start {
+				break
+			}
+		}
+		slices.Reverse(p)
+		return p
+	}
+	// good: an end is reachable from the node.
+	good := map[node]bool{}
+	for changed := true; changed; {
+		changed = false
+		for _, n := range order {
+			if !good[n] && (b.end(si, n) || slices.ContainsFunc(succ[n], func(o step) bool { return good[o.to] })) {
+				good[n], changed = true, true
+			}
+		}
+	}
+	for _, n := range order {
+		if why, ok := dead[n]; ok {
+			return path(n), why
+		}
+	}
+	for _, n := range order {
+		if !good[n] {
+			return path(n), "loops without settling"
+		}
+	}
+	// A loop of successes: depth-first over the moves that are no failure.
+	const (
+		unseen = iota
+		open
+		closed
+	)
+	color := map[node]int{}
+	var loop []node
+	var visit func(n node) bool
+	visit = func(n node) bool {
+		color[n] = open
+		loop = append(loop, n)
+		for _, o := range succ[n] {
+			if o.failure || b.end(si, o.to) {
+				continue
+			}
+			switch color[o.to] {
+			case open:
+				i := slices.Index(loop, o.to)
+				loop = append(loop[i:], o.to)
+				return true
+			case unseen:
+				if visit(o.to) {
+					return true
+				}
+			}
+		}
+		loop = loop[:len(loop)-1]
+		color[n] = closed
+		return false
+	}
+	for _, n := range order {
+		if color[n] == unseen && !b.end(si, n) && visit(n) {
+			phases := make([]int, len(loop))
+			for i, l := range loop {
+				phases[i] = l.phase
+			}
+			return path(loop[0]), "loops without settling: " + b.phasePath(phases)
+		}
+	}
+	return nil, ""
 }
 
 func afterDone[P comparable](after []P, passed func(P) bool) bool {

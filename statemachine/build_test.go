@@ -208,6 +208,7 @@ func TestVn8ofl(t *testing.T) {
 		{State: Deleted, Phase: Created, Begin: Deleting},
 		{State: Deleted, Phase: Started, Begin: Deleting},
 		{State: Deleted, Phase: StoppedPhase, Begin: Deleting},
+		{State: Deleted, Phase: Failed, Begin: Deleting},
 	}
 	_, err := statemachine.New(d)
 	if !errors.Is(err, statemachine.ErrUncovered) {
@@ -313,7 +314,7 @@ func TestNewProperty(t *testing.T) {
 			for _, c := range m.Conditions() {
 				st = st.Observe(time0, statemachine.Observation{Name: c, Status: true})
 			}
-			dec, err := m.Decide(intent, st)
+			dec, err := m.Decide(intent, st, now)
 			if err != nil {
 				t.Fatalf("Decide(%v, %+v): %v", intent, st, err)
 			}
@@ -335,7 +336,7 @@ func TestNewProperty(t *testing.T) {
 		}
 		// Hold the intent: it settles within one pass over the phases per phase.
 		for range len(phases)*len(phases)*4 + 4 {
-			dec, err := m.Decide(intent, st)
+			dec, err := m.Decide(intent, st, now)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -75,7 +75,7 @@ func TestDecide(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := tt.m.Decide(tt.intent, tt.st)
+			got, err := tt.m.Decide(tt.intent, tt.st, now)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -92,7 +92,7 @@ func TestDecideErrors(t *testing.T) {
 	un := mustNew(t, statemachine.Definition[string, string]{
 		Name: "Seeded", States: []string{"A", "B"}, Initial: "Init",
 		Phases: []statemachine.PhaseSpec[string]{{Phase: "Init"},
-			{Phase: "Go", Kind: statemachine.Transitional, Steps: []string{"go"}, Completion: []statemachine.Require{statemachine.Is("gone")}, Then: "Done"},
+			{Phase: "Go", Kind: statemachine.Transitional, Unbounded: true, Steps: []string{"go"}, Completion: []statemachine.Require{statemachine.Is("gone")}, Then: "Done"},
 			{Phase: "Done"}},
 		Settled:     []statemachine.Settle[string, string]{{State: "A", Phase: "Done"}, {State: "B", Phase: "Done"}},
 		Rules:       []statemachine.Rule[string, string]{{State: "A", Phase: "Init", Begin: "Go"}},
@@ -130,7 +130,7 @@ func TestDecideErrors(t *testing.T) {
 }
 
 func decideErr[S, P comparable](m *statemachine.Machine[S, P], s S, st statemachine.Status[S, P]) error {
-	_, err := m.Decide(s, st)
+	_, err := m.Decide(s, st, now)
 	return err
 }
 
@@ -155,7 +155,7 @@ func TestApply(t *testing.T) {
 		{"terminal failure moves to the fault phase", archiving, run, statemachine.Result{Outcome: statemachine.FailedTerminal, Err: errors.New("data loss")},
 			status{Phase: "ERROR", Target: "ARCHIVED", Failure: &statemachine.Failure[string]{
 				Operation: statemachine.Operation[string]{ID: "o9", Phase: "ARCHIVING", From: "STANDBY", Done: []string{"archive"}, Attempts: 1, LastError: "data loss"},
-				Step:      "delete_volume", Reason: "data loss"}}, nil},
+				Step:      "delete_volume", Cause: statemachine.CauseTerminal, Reason: "data loss"}}, nil},
 		{"begin records the operation id and adopts the intent", status{Phase: "ERROR", Target: "ARCHIVED", Passed: []string{"ARCHIVING"}, Failure: &statemachine.Failure[string]{Reason: "x"}},
 			statemachine.Decision[string, string]{Kind: statemachine.Begin, Intent: "DELETED", Phase: "ERROR", Next: "DELETING"}, statemachine.Result{OperationID: "o10"},
 			status{Phase: "DELETING", Target: "DELETED", Operation: op("o10", "DELETING", "ERROR")}, nil},
@@ -191,11 +191,13 @@ func TestApply(t *testing.T) {
 		})
 	}
 
-	st := statemachine.Status[State, Phase]{Phase: Starting, Target: Running, Operation: &statemachine.Operation[Phase]{ID: "o1", Phase: Starting, From: Created}}
-	d, _ := g.Decide(Running, st)
-	if _, err := g.Apply(st, d, statemachine.Result{Outcome: statemachine.FailedTerminal}); !errors.Is(err, statemachine.ErrNoFaultPhase) {
+	l := mustNew(t, light())
+	st := status{Phase: "Brightening", Target: "On", Operation: op("o1", "Brightening", "Dark")}
+	d, _ := l.Decide("On", st, now)
+	if _, err := l.Apply(st, d, statemachine.Result{Outcome: statemachine.FailedTerminal}); !errors.Is(err, statemachine.ErrNoFaultPhase) {
 		t.Fatalf("terminal failure without a fault phase: err = %v", err)
 	}
+	_ = g
 }
 
 func cloneJSON(t *testing.T, st status) string {
@@ -214,13 +216,13 @@ func TestCheckpointResume(t *testing.T) {
 	g := mustNew(t, gateway())
 	spec, _ := g.Spec(Deleting)
 	st := statemachine.Status[State, Phase]{Phase: Started, Target: Running}
-	d, _ := g.Decide(Deleted, st)
+	d, _ := g.Decide(Deleted, st, now)
 	st, _ = g.Apply(st, d, statemachine.Result{OperationID: "op-1"})
 	for i := range spec.Steps {
 		persisted := st // what a crash falls back to
 		var ran []string
 		for {
-			d, err := g.Decide(Deleted, persisted)
+			d, err := g.Decide(Deleted, persisted, now)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -236,7 +238,7 @@ func TestCheckpointResume(t *testing.T) {
 		if want := spec.Steps[i:]; !slices.Equal(ran, want) {
 			t.Fatalf("resume from checkpoint %d ran %v, want %v", i, ran, want)
 		}
-		d, _ := g.Decide(Deleted, st)
+		d, _ := g.Decide(Deleted, st, now)
 		st, _ = g.Apply(st, d, statemachine.Result{Outcome: statemachine.Done})
 	}
 }

@@ -1,6 +1,9 @@
 package statemachine
 
-import "strconv"
+import (
+	"strconv"
+	"time"
+)
 
 // PhaseKind says how a machine treats a phase.
 type PhaseKind int
@@ -10,15 +13,21 @@ const (
 	// ruled, or declared unreachable. Resting is the zero value.
 	Resting PhaseKind = iota
 	// Transitional phases are operations: they run their steps in order, then wait
-	// for their completion requirements and move to their Then phase. Intent is not
-	// consulted while a transitional phase is in progress (operations are never
-	// pre-empted).
+	// for their completion requirements and move to their Then phase. An
+	// operation is bounded (see [Bounds]): past its deadline, or when a step
+	// has used up its attempts, it moves to its FailTo phase. A changed
+	// intent does not pre-empt it unless the machine declares an [Abort], and
+	// then only between two steps, never inside one.
 	Transitional
 	// Terminal phases have no exits.
 	Terminal
-	// Fault is the resting phase where terminal step failures land, for an
-	// operator. Pairs in it that are neither settled nor ruled are held. A machine
-	// has at most one Fault phase.
+	// Fault is the resting phase where failures land: terminal step failures,
+	// and operations past their deadline or out of attempts (unless their
+	// phase declares another FailTo). Pairs in it that are neither settled nor
+	// ruled are held for an operator, except the final intent's: a machine
+	// with a final pair must say what its final intent does in the Fault
+	// phase (a rule, or a declared refusal). A machine has at most one Fault
+	// phase.
 	Fault
 )
 
@@ -52,9 +61,22 @@ type Definition[S, P comparable] struct {
 	Settled []Settle[S, P]
 	// Rules list what each unsettled pair begins.
 	Rules []Rule[S, P]
+	// Refusals declare the intents the machine refuses in some phases, each
+	// with the reason users are told. A refusal is only ever declared: a pair
+	// that no rule, settlement or refusal covers does not build.
+	Refusals []Refusal[S, P]
+	// Aborts declare which changes of intent stop a running operation at its
+	// next step boundary. Without one, a changed intent waits for the
+	// operation to complete or to run out of its bounds.
+	Aborts []AbortRule[S, P]
 	// Unreachable lists pairs that cannot occur; reaching one is reported as an
 	// error by [Machine.Decide].
 	Unreachable []Pair[S, P]
+	// Bounds are the bounds of every transitional phase that does not set
+	// its own (see [PhaseSpec.Bounds]). A zero field means the package
+	// default ([DefaultDeadline], [DefaultStepTimeout], no attempt cap), so
+	// every operation of a machine that declares nothing still ends.
+	Bounds Bounds
 	// Cycles sanctions edges that lead out of a point of no return back into
 	// earlier phases (a RuntimeDomain's Deleted → Creating on restart). Each must
 	// be an edge of a rule or a completion.
@@ -79,6 +101,68 @@ type PhaseSpec[P comparable] struct {
 	Completion []Require
 	// Then is the phase a transitional phase moves to on completion.
 	Then P
+	// Bounds bound a transitional phase; a zero field means the
+	// definition's [Definition.Bounds].
+	Bounds Bounds
+	// FailTo is the phase a transitional phase moves to when it runs past its
+	// deadline or a step uses up its attempts. The zero value means the
+	// machine's Fault phase. A transitional phase of a machine without a
+	// Fault phase must declare FailTo or be Unbounded.
+	FailTo P
+	// Unbounded says, explicitly, that the phase waits without limit: no
+	// deadline and no attempt cap (a step call is still bounded by its
+	// timeout). Only for operations that must never be given up.
+	Unbounded bool
+}
+
+// Defaults of [Bounds].
+const (
+	// DefaultDeadline bounds a transitional phase whose machine sets no
+	// deadline.
+	DefaultDeadline = time.Hour
+	// DefaultStepTimeout bounds one call of a step whose machine sets no
+	// timeout.
+	DefaultStepTimeout = 10 * time.Minute
+)
+
+// Bounds bound an operation, so that one that never completes ends in its
+// FailTo phase with the reason recorded instead of running for ever.
+type Bounds struct {
+	// Deadline bounds the whole of a transitional phase, from the write that
+	// began it: once it has passed, the operation moves to FailTo at its next
+	// decision. Zero means the next level's value (the definition's, then
+	// [DefaultDeadline]).
+	Deadline time.Duration
+	// MaxAttempts caps the consecutive failed attempts of one step: the
+	// attempt that reaches it moves the operation to FailTo. Zero means the
+	// definition's value, and there no cap (the deadline bounds retries).
+	MaxAttempts int
+	// StepTimeout bounds one call of a step: a controller cancels the step's
+	// context after it and counts the call as a failed attempt. Zero means
+	// the next level's value (the definition's, then [DefaultStepTimeout]).
+	StepTimeout time.Duration
+}
+
+// Refusal declares that the machine refuses each of States in each of Phases:
+// [Machine.Admit] refuses to let such an intent be written, and one written
+// anyway is reported (with Reason) while the machine keeps serving the intent
+// it adopted last. A refused pair counts as an end for the build's liveness
+// check.
+type Refusal[S, P comparable] struct {
+	States []S
+	Phases []P
+	// Reason tells users why; required.
+	Reason string
+}
+
+// AbortRule declares that intent State, found while transitional phase Phase
+// runs, stops the operation at its next step boundary (never inside a step)
+// and moves to phase To, beginning it when it is transitional. This is how
+// deletion ends an operation stuck waiting for something that never comes.
+type AbortRule[S, P comparable] struct {
+	State S
+	Phase P
+	To    P
 }
 
 // Require is one requirement on an observed condition: the condition named

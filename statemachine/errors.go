@@ -29,14 +29,17 @@ var (
 	ErrNoReturn = errors.New("statemachine: path leads back to a point of no return")
 	// ErrIncomplete: a transitional phase lacks steps, a completion or a Then phase.
 	ErrIncomplete = errors.New("statemachine: transitional phase incomplete")
-	// ErrNoProgress: with the intent held constant, a pair never settles.
+	// ErrNoProgress: with the intent held constant, a pair can reach a
+	// point from which no settled pair, declared refusal or (for any intent
+	// but the final one) the Fault phase can be reached: a dead end, or a
+	// loop that never settles. The error names the path.
 	ErrNoProgress = errors.New("statemachine: pair never settles")
 	// ErrInvalid: a declaration the machine cannot use (a rule in a transitional
 	// phase, a rule beginning a resting phase, an empty step name, …).
 	ErrInvalid = errors.New("statemachine: invalid declaration")
 
-	// ErrIntentRefused: the intent can no longer be reached from the phase the
-	// object is in (it passed a point of no return). See [IntentRefusedError].
+	// ErrIntentRefused: the machine declares the intent refused in the phase
+	// the object is in. See [IntentRefusedError].
 	ErrIntentRefused = errors.New("statemachine: intent refused")
 	// ErrDeclaredUnreachable: an object is in a pair declared unreachable.
 	ErrDeclaredUnreachable = errors.New("statemachine: pair declared unreachable was reached")
@@ -100,20 +103,22 @@ func (e *StateError[S]) Error() string {
 func (e *StateError[S]) Unwrap() error { return e.Err }
 
 // IntentRefusedError is returned by [Machine.Admit] (and set in
-// [Decision.Refused]) when an intent can no longer be reached from Phase. It
-// matches [ErrIntentRefused].
+// [Decision.Refused]) when the machine declares an intent refused in Phase.
+// It matches [ErrIntentRefused].
 type IntentRefusedError[S, P comparable] struct {
 	Machine string
 	Intent  S
 	Phase   P
-	// Unreachable is set when the pair is declared unreachable; otherwise the
-	// phase is past a point of no return.
+	// Reason is the declared refusal's reason.
+	Reason string
+	// Unreachable is set when the pair is declared unreachable rather than
+	// refused.
 	Unreachable bool
 }
 
 // Error names the refused intent, the phase that refuses it and why.
 func (e *IntentRefusedError[S, P]) Error() string {
-	why := "the phase is past a point of no return"
+	why := e.Reason
 	if e.Unreachable {
 		why = "the pair is declared unreachable"
 	}

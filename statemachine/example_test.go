@@ -3,6 +3,7 @@ package statemachine_test
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/tendhq/tend/statemachine"
@@ -32,7 +33,11 @@ const (
 	StoppedPhase Phase = "Stopped"
 	Deleting     Phase = "Deleting"
 	DeletedPhase Phase = "Deleted"
+	Failed       Phase = "Failed"
 )
+
+// now is the time the examples decide at; the machine never reads a clock.
+var now = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 
 // gateway declares the ApiGateway machine of the seed: creation, start, stop,
 // a restart that is one stop-then-start cycle, and an ordered, checkpointed
@@ -61,6 +66,9 @@ func gateway() statemachine.Definition[State, Phase] {
 				Completion: []statemachine.Require{statemachine.Not("runtime_domain_present"), statemachine.Not("instance_present"),
 					statemachine.Not("database_ready"), statemachine.Not("namespace_ready")}},
 			{Phase: DeletedPhase, Kind: statemachine.Terminal},
+			// Failed operations land here, for an operator; deletion still
+			// ends a failed gateway's life.
+			{Phase: Failed, Kind: statemachine.Fault},
 		},
 		Settled: []statemachine.Settle[State, Phase]{
 			{State: Stopped, Phase: Created},
@@ -81,6 +89,20 @@ func gateway() statemachine.Definition[State, Phase] {
 			{State: Running, Phase: StoppedPhase, Begin: Starting},
 			{State: Restarting, Phase: StoppedPhase, Begin: Starting},
 			{State: Deleted, Phase: StoppedPhase, Begin: Deleting},
+			{State: Deleted, Phase: Failed, Begin: Deleting},
+		},
+		Refusals: []statemachine.Refusal[State, Phase]{{
+			States: []State{Running, Stopped, Restarting},
+			Phases: []Phase{Deleting, DeletedPhase},
+			Reason: "a gateway being deleted cannot be brought back",
+		}},
+		// Deletion and stopping do not wait for an operation that may never
+		// complete: they take over at its next step boundary.
+		Aborts: []statemachine.AbortRule[State, Phase]{
+			{State: Deleted, Phase: Creating, To: Deleting},
+			{State: Deleted, Phase: Starting, To: Deleting},
+			{State: Deleted, Phase: Stopping, To: Deleting},
+			{State: Stopped, Phase: Starting, To: Stopping},
 		},
 	}
 }
@@ -95,15 +117,19 @@ func ExampleNew() {
 	}
 	fmt.Println(m.Name(), len(m.States()), "states,", len(m.Phases()), "phases,", len(m.Steps()), "steps")
 
-	// The seed's "vn8ofl" bug: nothing handles a stopped gateway asked to be deleted.
-	def.Rules = def.Rules[:len(def.Rules)-1]
+	// A stopped gateway that nothing tells how to be deleted would sit for
+	// ever, its stages and database never cleaned up: the build names the
+	// pair no rule covers.
+	def.Rules = slices.DeleteFunc(def.Rules, func(r statemachine.Rule[State, Phase]) bool {
+		return r.State == Deleted && r.Phase == StoppedPhase
+	})
 	_, err = statemachine.New(def)
 	var pe *statemachine.PairError[State, Phase]
 	if errors.As(err, &pe) && errors.Is(err, statemachine.ErrUncovered) {
 		fmt.Printf("rejected: (%s, %s) is not covered\n", pe.State, pe.Phase)
 	}
 	// Output:
-	// ApiGateway 4 states, 8 phases, 16 steps
+	// ApiGateway 4 states, 9 phases, 16 steps
 	// rejected: (Deleted, Stopped) is not covered
 }
 
@@ -124,7 +150,7 @@ func ExampleMachine_Decide() {
 			statemachine.Observation{Name: "database_ready", Status: tick >= 4},
 			statemachine.Observation{Name: "runtime_domain_present", Status: tick >= 4},
 		)
-		d, err := m.Decide(Stopped, st)
+		d, err := m.Decide(Stopped, st, now)
 		if err != nil {
 			fmt.Println(err)
 			return
@@ -174,11 +200,11 @@ func ExampleMachine_Admit() {
 
 	st := statemachine.Status[State, Phase]{Phase: Deleting, Target: Deleted,
 		Operation: &statemachine.Operation[Phase]{ID: "op-7", Phase: Deleting, From: Started, Done: []string{"delete_cron_triggers"}}}
-	d, _ := m.Decide(Running, st)
+	d, _ := m.Decide(Running, st, now)
 	fmt.Println(d.Kind, d.Step, d.Refused != nil)
 	// Output:
 	// <nil>
-	// true statemachine: ApiGateway: intent Running refused in phase Deleting: the phase is past a point of no return
+	// true statemachine: ApiGateway: intent Running refused in phase Deleting: a gateway being deleted cannot be brought back
 	// run delete_cloud_functions true
 }
 
@@ -198,7 +224,7 @@ func ExampleSettle_after() {
 		st = st.Observe(now,
 			statemachine.Observation{Name: "deployment_available", Status: st.Phase == Starting},
 			statemachine.Observation{Name: "instance_present", Status: st.Phase == Starting})
-		d, _ := m.Decide(Restarting, st)
+		d, _ := m.Decide(Restarting, st, now)
 		var r statemachine.Result
 		switch d.Kind {
 		case statemachine.Nothing:
@@ -227,10 +253,10 @@ func ExampleMachine_Mermaid() {
 		Initial: "Dark",
 		Phases: []statemachine.PhaseSpec[string]{
 			{Phase: "Dark"},
-			{Phase: "Brightening", Kind: statemachine.Transitional, Steps: []string{"switch_on"},
+			{Phase: "Brightening", Kind: statemachine.Transitional, Unbounded: true, Steps: []string{"switch_on"},
 				Completion: []statemachine.Require{statemachine.Is("lit")}, Then: "Lit"},
 			{Phase: "Lit"},
-			{Phase: "Dimming", Kind: statemachine.Transitional, Steps: []string{"switch_off"},
+			{Phase: "Dimming", Kind: statemachine.Transitional, Unbounded: true, Steps: []string{"switch_off"},
 				Completion: []statemachine.Require{statemachine.Not("lit")}, Then: "Dark"},
 		},
 		Settled: []statemachine.Settle[string, string]{{State: "Off", Phase: "Dark"}, {State: "On", Phase: "Lit"}},

@@ -5,20 +5,24 @@ import "slices"
 // Machine is a checked, immutable machine built by [New]. It is safe for
 // concurrent use: every method is a pure function of its arguments.
 type Machine[S, P comparable] struct {
-	name     string
-	states   []S
-	stateIx  map[S]int
-	phases   []PhaseSpec[P]
-	phaseIx  map[P]int
-	initial  int
-	failure  int // index of the Fault phase, -1 when none
-	settled  map[Pair[S, P]]Settle[S, P]
-	rules    map[Pair[S, P]]Rule[S, P]
-	unreach  map[Pair[S, P]]bool
-	cycles   map[Edge[P]]bool
-	edges    []edge   // in declaration order, merged by (from, to, kind)
-	admitted [][]bool // [phase][state]: false when the intent is refused there
-	def      Definition[S, P]
+	name    string
+	states  []S
+	stateIx map[S]int
+	phases  []PhaseSpec[P]
+	phaseIx map[P]int
+	initial int
+	failure int // index of the Fault phase, -1 when none
+	settled map[Pair[S, P]]Settle[S, P]
+	rules   map[Pair[S, P]]Rule[S, P]
+	unreach map[Pair[S, P]]bool
+	refused map[Pair[S, P]]string // the reason of each declared refusal
+	aborts  map[Pair[S, P]]P
+	cycles  map[Edge[P]]bool
+	bounds  []Bounds // [phase]: resolved; Deadline and MaxAttempts zero when unbounded
+	failTo  []int    // [phase]: where a transitional phase goes past its bounds, -1 when nowhere
+	edges   []edge   // in declaration order, merged by (from, to, kind)
+	final   int      // index of the state of the final pairs, -1 when none
+	def     Definition[S, P]
 }
 
 // edgeKind classifies the edges of the phase graph.
@@ -27,14 +31,16 @@ type edgeKind int
 const (
 	ruleEdge edgeKind = iota
 	completionEdge
-	failureEdge
+	failureEdge // a terminal step failure, to the Fault phase
+	boundEdge   // past the deadline or out of attempts, to FailTo
+	abortEdge   // an abort, for the edge's states
 )
 
 // edge is one edge of the phase graph, by phase index.
 type edge struct {
 	from, to int
 	kind     edgeKind
-	states   []int // the rule's states, for rule edges
+	states   []int // the states of a rule or abort edge
 }
 
 // Name returns the machine's name.
@@ -67,6 +73,10 @@ func (m *Machine[S, P]) Spec(p P) (PhaseSpec[P], bool) {
 	ps := m.phases[i]
 	ps.Steps = slices.Clone(ps.Steps)
 	ps.Completion = slices.Clone(ps.Completion)
+	ps.Bounds = m.bounds[i]
+	if f := m.failTo[i]; f >= 0 {
+		ps.FailTo = m.phases[f].Phase
+	}
 	return ps, true
 }
 
@@ -97,8 +107,8 @@ func (m *Machine[S, P]) Conditions() []string {
 	return slices.Compact(out)
 }
 
-// Edges returns every phase change the machine can make (rules, completions and
-// terminal failures), without repeats, in declaration order.
+// Edges returns every phase change the machine can make (rules, completions,
+// failures and aborts), without repeats, in declaration order.
 func (m *Machine[S, P]) Edges() []Edge[P] {
 	var out []Edge[P]
 	for _, e := range m.edges {
@@ -113,19 +123,35 @@ func (m *Machine[S, P]) Edges() []Edge[P] {
 // Admit reports whether an object in phase may be given intent. It returns an
 // error matching [ErrUnknownState] or [ErrUnknownPhase] for values the machine
 // does not declare, and an [*IntentRefusedError] (matching [ErrIntentRefused])
-// when the phase is past a point of no return and intent can no longer be
-// reached from it, or when the pair is declared unreachable. An API calls Admit
-// before it writes a new intent, in the same compare-and-swap as the phase it
-// read; that is what makes declared-unreachable pairs truly unreachable.
+// when the machine declares the pair refused (with its reason) or
+// unreachable. An API calls Admit before it writes a new intent, in the same
+// compare-and-swap as the phase it read; that is what makes
+// declared-unreachable pairs truly unreachable.
 func (m *Machine[S, P]) Admit(intent S, phase P) error {
-	si, pi, err := m.indices(intent, phase)
-	if err != nil {
+	if _, _, err := m.indices(intent, phase); err != nil {
 		return err
 	}
-	if !m.admitted[pi][si] {
-		return &IntentRefusedError[S, P]{Machine: m.name, Intent: intent, Phase: phase}
+	return m.refusal(intent, phase)
+}
+
+// ValidateIntent reports whether intent is a state of the machine, with an
+// error matching [ErrUnknownState] that lists the states when it is not.
+func (m *Machine[S, P]) ValidateIntent(intent S) error {
+	if _, ok := m.stateIx[intent]; ok {
+		return nil
 	}
-	if m.unreach[Pair[S, P]{intent, phase}] {
+	return &StateError[S]{Machine: m.name, State: intent, Err: ErrUnknownState,
+		Detail: "intent is not a state of the machine; the states are " + join(m.states, ", ")}
+}
+
+// refusal returns the [*IntentRefusedError] of a pair declared refused or
+// unreachable, or nil.
+func (m *Machine[S, P]) refusal(intent S, phase P) error {
+	pair := Pair[S, P]{intent, phase}
+	if reason, ok := m.refused[pair]; ok {
+		return &IntentRefusedError[S, P]{Machine: m.name, Intent: intent, Phase: phase, Reason: reason}
+	}
+	if m.unreach[pair] {
 		return &IntentRefusedError[S, P]{Machine: m.name, Intent: intent, Phase: phase, Unreachable: true}
 	}
 	return nil
@@ -134,7 +160,7 @@ func (m *Machine[S, P]) Admit(intent S, phase P) error {
 func (m *Machine[S, P]) indices(s S, p P) (int, int, error) {
 	si, ok := m.stateIx[s]
 	if !ok {
-		return 0, 0, &StateError[S]{Machine: m.name, State: s, Err: ErrUnknownState, Detail: "intent is not a state of the machine"}
+		return 0, 0, m.ValidateIntent(s)
 	}
 	pi, ok := m.phaseIx[p]
 	if !ok {
@@ -155,6 +181,12 @@ func cloneDefinition[S, P comparable](d Definition[S, P]) Definition[S, P] {
 		d.Settled[i].After = slices.Clone(d.Settled[i].After)
 	}
 	d.Rules = slices.Clone(d.Rules)
+	d.Refusals = slices.Clone(d.Refusals)
+	for i := range d.Refusals {
+		d.Refusals[i].States = slices.Clone(d.Refusals[i].States)
+		d.Refusals[i].Phases = slices.Clone(d.Refusals[i].Phases)
+	}
+	d.Aborts = slices.Clone(d.Aborts)
 	d.Unreachable = slices.Clone(d.Unreachable)
 	d.Cycles = slices.Clone(d.Cycles)
 	return d

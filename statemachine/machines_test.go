@@ -10,11 +10,11 @@ func runtimeDomain() statemachine.Definition[string, string] {
 		States:  []string{"Active", "Inactive", "Deleted"},
 		Initial: "Creating",
 		Phases: []statemachine.PhaseSpec[string]{
-			{Phase: "Creating", Kind: statemachine.Transitional, Then: "Created",
+			{Phase: "Creating", Kind: statemachine.Transitional, Then: "Created", Unbounded: true,
 				Steps:      []string{"create_routes", "create_plugin_config", "create_tls"},
 				Completion: []statemachine.Require{statemachine.Is("routes_ready")}},
 			{Phase: "Created"},
-			{Phase: "Deleting", Kind: statemachine.Transitional, NoReturn: true, Then: "Deleted",
+			{Phase: "Deleting", Kind: statemachine.Transitional, NoReturn: true, Then: "Deleted", Unbounded: true,
 				Steps:      []string{"delete_routes", "delete_plugin_config", "delete_tls", "delete_certificate"},
 				Completion: []statemachine.Require{statemachine.Not("routes_present")}},
 			{Phase: "Deleted"},
@@ -79,6 +79,11 @@ func workspace() statemachine.Definition[string, string] {
 			{State: "DELETED", Phase: "ARCHIVED", Begin: "DELETING"},
 			{State: "DELETED", Phase: "ERROR", Begin: "DELETING"},
 		},
+		Refusals: []statemachine.Refusal[string, string]{{
+			States: []string{"RUNNING", "STANDBY", "ARCHIVED"},
+			Phases: []string{"DELETING", "DELETED"},
+			Reason: "a deleted workspace cannot come back",
+		}},
 	}
 }
 
@@ -90,10 +95,10 @@ func light() statemachine.Definition[string, string] {
 		Initial: "Dark",
 		Phases: []statemachine.PhaseSpec[string]{
 			{Phase: "Dark"},
-			{Phase: "Brightening", Kind: statemachine.Transitional, Steps: []string{"switch_on"},
+			{Phase: "Brightening", Kind: statemachine.Transitional, Unbounded: true, Steps: []string{"switch_on"},
 				Completion: []statemachine.Require{statemachine.Is("lit")}, Then: "Lit"},
 			{Phase: "Lit"},
-			{Phase: "Dimming", Kind: statemachine.Transitional, Steps: []string{"switch_off"},
+			{Phase: "Dimming", Kind: statemachine.Transitional, Unbounded: true, Steps: []string{"switch_off"},
 				Completion: []statemachine.Require{statemachine.Not("lit")}, Then: "Dark"},
 		},
 		Settled: []statemachine.Settle[string, string]{{State: "Off", Phase: "Dark"}, {State: "On", Phase: "Lit"}},

@@ -24,9 +24,26 @@ type Status[S, P comparable] struct {
 	Operation *Operation[P] `json:"operation,omitempty"`
 	// Conditions are the observed facts completions are judged from.
 	Conditions []Condition `json:"conditions,omitempty"`
-	// Failure records the terminal failure that moved the object into the
-	// Fault phase. It is cleared when the next operation begins.
+	// Failure records the failure that moved the object out of its last
+	// operation (a terminal step failure, a deadline, attempts used up). It
+	// is cleared when the next operation begins.
 	Failure *Failure[P] `json:"failure,omitempty"`
+	// Refused is set while the user's intent is refused in the current phase
+	// (see [Refusal]): the intent and the machine's reason.
+	Refused *RefusedIntent[S] `json:"refused,omitempty"`
+	// ObservedGeneration is the generation of the spec the controller last
+	// decided on, and ObservedDeletion whether it had seen the object's
+	// deletion requested: a controller records them, and retries a failed
+	// step at once, whatever its RetryAt, when either has changed since. The
+	// machine never reads them.
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	ObservedDeletion   bool  `json:"observedDeletion,omitempty"`
+}
+
+// RefusedIntent is an intent the machine refuses in the current phase, and why.
+type RefusedIntent[S comparable] struct {
+	Intent S      `json:"intent"`
+	Reason string `json:"reason"`
 }
 
 // Operation is an operation in flight: the run of one transitional phase.
@@ -47,17 +64,44 @@ type Operation[P comparable] struct {
 	Attempts int `json:"attempts,omitempty"`
 	// LastError is the message of the last failed attempt.
 	LastError string `json:"lastError,omitempty"`
+	// Started is when the operation began (or resumed after a failure): its
+	// deadline counts from it.
+	Started time.Time `json:"started,omitzero"`
+	// RetryAt is when the step that failed last may run again: the backoff,
+	// kept in status so that a restart, a failover or an unrelated event
+	// does not retry it early. Zero after progress.
+	RetryAt time.Time `json:"retryAt,omitzero"`
 }
 
-// Failure records a terminal failure, for an operator.
+// Failure records why an operation was given up, for an operator.
 type Failure[P comparable] struct {
-	// Operation is the operation that failed, as it was when it failed.
+	// Operation is the operation that failed, as it was when it failed. An
+	// operation that begins its phase again from the failure's phase resumes
+	// it: same id, checkpoint and failure count.
 	Operation Operation[P] `json:"operation"`
-	// Step is the step that failed.
-	Step string `json:"step"`
+	// Step is the step that failed, or the step the operation was at when its
+	// deadline passed (empty when it was waiting for its completion).
+	Step string `json:"step,omitempty"`
+	// Cause says how the operation failed.
+	Cause Cause `json:"cause"`
 	// Reason is the failure's message.
 	Reason string `json:"reason"`
+	// At is when it failed.
+	At time.Time `json:"at,omitzero"`
 }
+
+// Cause is how an operation failed.
+type Cause string
+
+// The causes of a [Failure].
+const (
+	// CauseTerminal: a step failed terminally.
+	CauseTerminal Cause = "terminal"
+	// CauseDeadline: the phase ran past its deadline.
+	CauseDeadline Cause = "deadline"
+	// CauseAttempts: a step used up its attempts.
+	CauseAttempts Cause = "attempts"
+)
 
 // Condition is a named, observed fact (volume_ready, container_ready…).
 type Condition struct {
@@ -136,13 +180,17 @@ func (s Status[S, P]) Equal(o Status[S, P]) bool {
 			return a.Name == b.Name && a.Status == b.Status && a.Reason == b.Reason && a.LastTransition.Equal(b.LastTransition)
 		}) &&
 		equalPtr(s.Failure, o.Failure, func(a, b Failure[P]) bool {
-			return a.Step == b.Step && a.Reason == b.Reason && a.Operation.equal(b.Operation)
-		})
+			return a.Step == b.Step && a.Cause == b.Cause && a.Reason == b.Reason && a.At.Equal(b.At) &&
+				a.Operation.equal(b.Operation)
+		}) &&
+		equalPtr(s.Refused, o.Refused, func(a, b RefusedIntent[S]) bool { return a == b }) &&
+		s.ObservedGeneration == o.ObservedGeneration && s.ObservedDeletion == o.ObservedDeletion
 }
 
 func (o Operation[P]) equal(x Operation[P]) bool {
 	return o.ID == x.ID && o.Phase == x.Phase && o.From == x.From && slices.Equal(o.Done, x.Done) &&
-		o.Attempts == x.Attempts && o.LastError == x.LastError
+		o.Attempts == x.Attempts && o.LastError == x.LastError && o.Started.Equal(x.Started) &&
+		o.RetryAt.Equal(x.RetryAt)
 }
 
 func equalPtr[T any](a, b *T, eq func(T, T) bool) bool {
@@ -165,6 +213,10 @@ func (s Status[S, P]) clone() Status[S, P] {
 		f := *s.Failure
 		f.Operation = f.Operation.clone()
 		out.Failure = &f
+	}
+	if s.Refused != nil {
+		r := *s.Refused
+		out.Refused = &r
 	}
 	return out
 }

@@ -19,6 +19,30 @@ type RateLimiter[K comparable] interface {
 	NumRequeues(key K) int
 }
 
+// Backoff is a retry schedule that depends only on how many times in a row
+// something failed, so that a caller can keep the count (in a document's
+// status, say) and find the same delay after a restart. The per-key limiters
+// of this package implement it with the schedule their When follows.
+type Backoff interface {
+	// Delay returns how long to wait after the n-th consecutive failure
+	// (n ≥ 1; a smaller n counts as 1).
+	Delay(n int) time.Duration
+}
+
+// BackoffFunc adapts a function to a [Backoff].
+type BackoffFunc func(n int) time.Duration
+
+// Delay calls f(n).
+func (f BackoffFunc) Delay(n int) time.Duration { return f(n) }
+
+// DefaultBackoff returns the per-key schedule of
+// [DefaultControllerRateLimiter]: 5 ms, doubling with each failure, up to
+// 1000 s.
+func DefaultBackoff() Backoff {
+	exp, _ := NewExponentialLimiter[struct{}](ExponentialConfig{})
+	return exp
+}
+
 // DefaultControllerRateLimiter returns the limiter controllers use by
 // default: the larger of a per-key exponential backoff from 5 ms to 1000 s and
 // an overall token bucket of 10 retries per second with a burst of 100.
@@ -66,7 +90,12 @@ func NewExponentialLimiter[K comparable](cfg ExponentialConfig) (*ExponentialLim
 
 // When implements [RateLimiter].
 func (l *ExponentialLimiter[K]) When(key K) time.Duration {
-	n := l.failures.next(key)
+	return l.Delay(l.failures.next(key) + 1)
+}
+
+// Delay implements [Backoff]: Base × 2ⁿ⁻¹, up to Max.
+func (l *ExponentialLimiter[K]) Delay(n int) time.Duration {
+	n = max(n, 1) - 1
 	if n >= 62 || l.base > l.max>>n {
 		return l.max
 	}
@@ -123,7 +152,13 @@ func NewFastSlowLimiter[K comparable](cfg FastSlowConfig) (*FastSlowLimiter[K], 
 
 // When implements [RateLimiter].
 func (l *FastSlowLimiter[K]) When(key K) time.Duration {
-	if l.failures.next(key) < l.attempts {
+	return l.Delay(l.failures.next(key) + 1)
+}
+
+// Delay implements [Backoff]: Fast for the first FastAttempts failures, then
+// Slow.
+func (l *FastSlowLimiter[K]) Delay(n int) time.Duration {
+	if n <= l.attempts {
 		return l.fast
 	}
 	return l.slow

@@ -28,6 +28,7 @@ const (
 	stoppedPhase phase = "Stopped"
 	deleting     phase = "Deleting"
 	deletedPhase phase = "Deleted"
+	failedPhase  phase = "Failed"
 )
 
 // gatewayDefinition is the seed's ApiGateway machine (see the statemachine
@@ -56,6 +57,7 @@ func gatewayDefinition() sm.Definition[state, phase] {
 				Completion: []sm.Require{sm.Not("runtime_domain_present"), sm.Not("instance_present"),
 					sm.Not("database_ready"), sm.Not("namespace_ready")}},
 			{Phase: deletedPhase, Kind: sm.Terminal},
+			{Phase: failedPhase, Kind: sm.Fault},
 		},
 		Settled: []sm.Settle[state, phase]{
 			{State: stopped, Phase: created},
@@ -74,7 +76,13 @@ func gatewayDefinition() sm.Definition[state, phase] {
 			{State: running, Phase: stoppedPhase, Begin: starting},
 			{State: restarting, Phase: stoppedPhase, Begin: starting},
 			{State: deleted, Phase: stoppedPhase, Begin: deleting},
+			{State: deleted, Phase: failedPhase, Begin: deleting},
 		},
+		Refusals: []sm.Refusal[state, phase]{{
+			States: []state{running, stopped, restarting},
+			Phases: []phase{deleting, deletedPhase},
+			Reason: "a gateway being deleted cannot be brought back",
+		}},
 	}
 }
 

@@ -179,19 +179,21 @@ func (h *harness[S, P]) drawIntent(t *rapid.T, label string) S {
 func (h *harness[S, P]) commits(s S) bool {
 	st := h.persisted
 	for range h.cfg.SettleTicks {
-		d, err := h.m.Decide(s, st)
+		d, err := h.m.Decide(s, st, h.now)
 		if err != nil {
 			return false
 		}
-		var r statemachine.Result
+		r := statemachine.Result{Now: h.now}
+		if h.m.NeedsOperationID(d) {
+			r.OperationID = "simulated"
+		}
 		switch d.Kind {
-		case statemachine.Nothing, statemachine.Hold:
+		case statemachine.Nothing, statemachine.Hold, statemachine.Backoff, statemachine.Expire:
 			return false
-		case statemachine.Begin:
+		case statemachine.Begin, statemachine.Abort:
 			if ps, _ := h.m.Spec(d.Next); ps.NoReturn {
 				return true
 			}
-			r.OperationID = "simulated"
 		case statemachine.Run:
 			r.Outcome = statemachine.Done
 		case statemachine.Wait:
@@ -223,6 +225,10 @@ var modeNames = [...]string{"tick", "fail-before-effect", "fail-after-effect", "
 // errInjected is the error of injected step failures.
 var errInjected = errors.New("smtest: injected failure")
 
+// retryAfter is the model's backoff after a failed step: the machine keeps
+// the retry time in status, and the harness advances time past it.
+const retryAfter = time.Second
+
 // harness is one test case: a simulated controller, its store and clock.
 type harness[S, P comparable] struct {
 	t         *rapid.T
@@ -241,27 +247,35 @@ type harness[S, P comparable] struct {
 func (h *harness[S, P]) tick(md mode) statemachine.Decision[S, P] {
 	t := h.t
 	st := h.persisted.Observe(h.now, h.world.Observe(h.now)...)
-	d, err := h.m.Decide(h.intent, st)
+	d, err := h.m.Decide(h.intent, st, h.now)
 	if err != nil {
 		t.Fatalf("%s: decide(intent %v, phase %v): %v", modeNames[md], h.intent, st.Phase, err)
 	}
-	var r statemachine.Result
+	r := statemachine.Result{Now: h.now, RetryAfter: retryAfter}
+	if h.m.NeedsOperationID(d) {
+		h.ids++
+		r.OperationID = fmt.Sprintf("op-%d", h.ids)
+	}
 	what := d.Kind.String()
 	switch d.Kind {
 	case statemachine.Begin:
-		h.ids++
-		r.OperationID = fmt.Sprintf("op-%d", h.ids)
 		what = fmt.Sprintf("begin %v (%s)", d.Next, r.OperationID)
+	case statemachine.Abort:
+		what = fmt.Sprintf("abort %v → %v", d.Phase, d.Next)
+	case statemachine.Expire:
+		what = fmt.Sprintf("expire %v → %v: %s", d.Phase, d.Next, d.Reason)
+	case statemachine.Backoff:
+		what = fmt.Sprintf("backoff in %v until %v", d.Phase, d.Until)
 	case statemachine.Run:
 		h.checkStep(d)
 		switch md {
 		case failBefore:
-			r = statemachine.Result{Outcome: statemachine.Failed, Err: errInjected}
+			r.Outcome, r.Err = statemachine.Failed, errInjected
 		case failTerminal:
-			r = statemachine.Result{Outcome: statemachine.FailedTerminal, Err: errInjected}
+			r.Outcome, r.Err = statemachine.FailedTerminal, errInjected
 		case failAfter:
 			_, _ = h.world.Run(d, h.now)
-			r = statemachine.Result{Outcome: statemachine.Failed, Err: errInjected}
+			r.Outcome, r.Err = statemachine.Failed, errInjected
 		default:
 			r.Outcome, r.Err = h.world.Run(d, h.now)
 			if r.Outcome == statemachine.Done && r.Err != nil {
@@ -319,6 +333,12 @@ func (h *harness[S, P]) checkWrite(old, next statemachine.Status[S, P]) {
 	if next.Operation == nil {
 		return
 	}
+	if old.Failure != nil && old.Failure.Operation.ID == next.Operation.ID {
+		if !slices.Equal(old.Failure.Operation.Done, next.Operation.Done) {
+			t.Fatalf("resumed operation %s has checkpoint %v, it failed at %v", next.Operation.ID, next.Operation.Done, old.Failure.Operation.Done)
+		}
+		return
+	}
 	if old.Operation != nil && old.Operation.ID == next.Operation.ID {
 		if !slices.Equal(old.Operation.Done, next.Operation.Done[:min(len(old.Operation.Done), len(next.Operation.Done))]) ||
 			len(next.Operation.Done) < len(old.Operation.Done) {
@@ -339,7 +359,7 @@ func (h *harness[S, P]) checkWrite(old, next statemachine.Status[S, P]) {
 // decided, the world's invariants hold, and when the machine reports the
 // intent settled the world matches it.
 func (h *harness[S, P]) check(after string) {
-	d, err := h.m.Decide(h.intent, h.persisted)
+	d, err := h.m.Decide(h.intent, h.persisted, h.now)
 	if err != nil {
 		h.t.Fatalf("after %s: (%v, %v) cannot be decided: %v", after, h.intent, h.persisted.Phase, err)
 	}
@@ -365,6 +385,8 @@ func (h *harness[S, P]) settle() bool {
 			return true
 		case statemachine.Wait:
 			h.now = h.now.Add(h.cfg.MaxAdvance)
+		case statemachine.Backoff:
+			h.now = d.Until
 		}
 	}
 	return false

@@ -144,7 +144,19 @@ func TestConfigErrors(t *testing.T) {
 		{"no machine", func(c *smtest.Config[state, phase]) { c.Machine = nil }},
 		{"no world", func(c *smtest.Config[state, phase]) { c.World = nil }},
 		{"negative ticks", func(c *smtest.Config[state, phase]) { c.SettleTicks = -1 }},
-		{"terminal failures without a fault phase", func(c *smtest.Config[state, phase]) { c.TerminalFailures = true }},
+		{"terminal failures without a fault phase", func(c *smtest.Config[state, phase]) {
+			def := gatewayDefinition()
+			def.Phases = def.Phases[:len(def.Phases)-1] // no Failed
+			def.Rules = def.Rules[:len(def.Rules)-1]
+			for i := range def.Phases {
+				def.Phases[i].Unbounded = def.Phases[i].Kind == sm.Transitional
+			}
+			m, err := sm.New(def)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Machine, c.TerminalFailures = m, true
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

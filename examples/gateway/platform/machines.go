@@ -28,6 +28,10 @@ const (
 	GatewayStopped  GatewayPhase = "Stopped"
 	GatewayDeleting GatewayPhase = "Deleting"
 	GatewayDeleted  GatewayPhase = "Deleted"
+	// GatewayFailed is the Fault phase: an operation that failed terminally,
+	// ran past its deadline or used up its attempts waits here for an
+	// operator; deleting the gateway still cleans it up.
+	GatewayFailed GatewayPhase = "Failed"
 )
 
 // DomainState is a RuntimeDomain's intent.
@@ -49,6 +53,8 @@ const (
 	DomainCreated  DomainPhase = "Created"
 	DomainDeleting DomainPhase = "Deleting"
 	DomainDeleted  DomainPhase = "Deleted"
+	// DomainFailed is the runtime domain's Fault phase.
+	DomainFailed DomainPhase = "Failed"
 )
 
 // The gateway's steps, by phase. Each is an idempotent action of the gateway's
@@ -110,7 +116,13 @@ const (
 // GatewayDefinition declares the ApiGateway machine: creation, start, stop,
 // restart as one stop-then-start cycle, and the ordered, checkpointed cascade
 // deletion past a point of no return. [New] builds it; the build rejects any
-// (State, Phase) pair no rule or settlement covers.
+// (State, Phase) pair no rule or settlement covers, and any pair that could
+// end up somewhere it never settles.
+//
+// Every operation is bounded (the machine's default deadline): one that
+// never completes — a Deployment that never becomes available — ends in
+// Failed with the reason. Deletion and stopping do not wait for an operation
+// that may never complete: they abort it at its next step boundary.
 func GatewayDefinition() sm.Definition[GatewayState, GatewayPhase] {
 	return sm.Definition[GatewayState, GatewayPhase]{
 		Name:    KindApiGateway,
@@ -135,6 +147,7 @@ func GatewayDefinition() sm.Definition[GatewayState, GatewayPhase] {
 				Completion: []sm.Require{sm.Not(CondRuntimeDomainPresent), sm.Not(CondInstancePresent),
 					sm.Not(CondDatabaseReady), sm.Not(CondNamespacePresent)}},
 			{Phase: GatewayDeleted, Kind: sm.Terminal},
+			{Phase: GatewayFailed, Kind: sm.Fault},
 		},
 		Settled: []sm.Settle[GatewayState, GatewayPhase]{
 			{State: Running, Phase: GatewayStarted},
@@ -157,8 +170,21 @@ func GatewayDefinition() sm.Definition[GatewayState, GatewayPhase] {
 			{State: Deleted, Phase: GatewayStarted, Begin: GatewayDeleting},
 			{State: Running, Phase: GatewayStopped, Begin: GatewayStarting},
 			{State: Restarting, Phase: GatewayStopped, Begin: GatewayStarting},
-			// The rule the seed's "vn8ofl" gateway lacked.
+			// Without this rule a stopped gateway asked to be deleted would
+			// sit for ever, its stages and database never cleaned up.
 			{State: Deleted, Phase: GatewayStopped, Begin: GatewayDeleting},
+			{State: Deleted, Phase: GatewayFailed, Begin: GatewayDeleting},
+		},
+		Refusals: []sm.Refusal[GatewayState, GatewayPhase]{{
+			States: []GatewayState{Running, Stopped, Restarting},
+			Phases: []GatewayPhase{GatewayDeleting, GatewayDeleted},
+			Reason: "a gateway being deleted cannot be brought back",
+		}},
+		Aborts: []sm.AbortRule[GatewayState, GatewayPhase]{
+			{State: Deleted, Phase: GatewayCreating, To: GatewayDeleting},
+			{State: Deleted, Phase: GatewayStarting, To: GatewayDeleting},
+			{State: Deleted, Phase: GatewayStopping, To: GatewayDeleting},
+			{State: Stopped, Phase: GatewayStarting, To: GatewayStopping},
 		},
 	}
 }
@@ -182,6 +208,7 @@ func DomainDefinition() sm.Definition[DomainState, DomainPhase] {
 				Steps:      []string{StepDeleteRoutes, StepDeletePluginConfig, StepDeleteTLS},
 				Completion: []sm.Require{sm.Not(CondResourcesPresent)}},
 			{Phase: DomainDeleted},
+			{Phase: DomainFailed, Kind: sm.Fault},
 		},
 		Settled: []sm.Settle[DomainState, DomainPhase]{
 			{State: Active, Phase: DomainCreated},
@@ -192,6 +219,13 @@ func DomainDefinition() sm.Definition[DomainState, DomainPhase] {
 			{State: Inactive, Phase: DomainCreated, Begin: DomainDeleting},
 			{State: DomainRemoved, Phase: DomainCreated, Begin: DomainDeleting},
 			{State: Active, Phase: DomainDeleted, Begin: DomainCreating},
+			{State: DomainRemoved, Phase: DomainFailed, Begin: DomainDeleting},
+		},
+		// A domain whose resources never become ready does not hold up its
+		// gateway's stop or deletion.
+		Aborts: []sm.AbortRule[DomainState, DomainPhase]{
+			{State: Inactive, Phase: DomainCreating, To: DomainDeleting},
+			{State: DomainRemoved, Phase: DomainCreating, To: DomainDeleting},
 		},
 		Cycles: []sm.Edge[DomainPhase]{{From: DomainDeleted, To: DomainCreating}},
 	}

@@ -98,7 +98,7 @@ func (e *env) settled(p *Platform, id string, intent GatewayState) bool {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	dec, err := m.Decide(intent, gw.Status.Status)
+	dec, err := m.Decide(intent, gw.Status.Status, time.Now())
 	return err == nil && dec.Kind == sm.Nothing
 }
 

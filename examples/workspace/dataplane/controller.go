@@ -48,8 +48,13 @@ type Config struct {
 	// conditions of an operation that has not completed. Zero means
 	// [DefaultWaitInterval].
 	WaitInterval time.Duration
-	// RateLimiter spaces the retries of transient failures. Nil means
-	// workqueue.DefaultControllerRateLimiter (exponential backoff).
+	// Backoff spaces the retries of a step's transient failures, counted in
+	// the workspace's status so that a restart keeps the schedule. Nil means
+	// workqueue.DefaultBackoff (5 ms, doubling, up to 1000 s).
+	Backoff workqueue.Backoff
+	// RateLimiter spaces the retries of other failed reconciles (a store
+	// that cannot be reached). Nil means
+	// workqueue.DefaultControllerRateLimiter.
 	RateLimiter workqueue.RateLimiter[string]
 	// NewOperationID returns a new operation's id (op_id). Nil means a
 	// random id.
@@ -106,6 +111,7 @@ func New(cfg Config) (*Controller, error) {
 		Observers:         c.observers(),
 		NewOperationID:    cfg.NewOperationID,
 		WaitInterval:      wait,
+		Backoff:           cfg.Backoff,
 		MetricsRegisterer: cfg.MetricsRegisterer,
 	})
 	if err != nil {

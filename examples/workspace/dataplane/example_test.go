@@ -2,6 +2,7 @@ package dataplane_test
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/tendhq/tend/examples/workspace/dataplane"
 )
@@ -15,10 +16,10 @@ func ExampleDefinition() {
 	}
 	st := m.NewStatus()
 	st.Phase = dataplane.Running
-	d, err := m.Decide(dataplane.StateDeleted, st)
+	d, err := m.Decide(dataplane.StateDeleted, st, time.Now())
 	fmt.Println(d.Kind, d.Next, err)
 	fmt.Println(m.Admit(dataplane.StateRunning, dataplane.Deleting))
 	// Output:
 	// begin STOPPING <nil>
-	// statemachine: Workspace: intent RUNNING refused in phase DELETING: the phase is past a point of no return
+	// statemachine: Workspace: intent RUNNING refused in phase DELETING: a deleted workspace cannot come back
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tendhq/tend/backends/memory"
 	"github.com/tendhq/tend/controller"
@@ -15,6 +16,7 @@ import (
 	"github.com/tendhq/tend/examples/workspace/local"
 	"github.com/tendhq/tend/examples/workspace/objstore"
 	"github.com/tendhq/tend/store"
+	"github.com/tendhq/tend/workqueue"
 )
 
 var errInjected = errors.New("injected failure")
@@ -67,6 +69,7 @@ func (e *env) restart() {
 	c, err := dataplane.New(dataplane.Config{
 		Store: e.mem, Instances: e.instances, Storage: e.storage,
 		NewOperationID: func() string { e.ops++; return fmt.Sprintf("op%d", e.ops) },
+		Backoff:        retryAtOnce, // the tests drive retries one reconcile at a time
 	})
 	if err != nil {
 		e.t.Fatal(err)
@@ -225,3 +228,7 @@ func (f *faultyObjects) putCount() int {
 	defer f.mu.Unlock()
 	return f.puts
 }
+
+// retryAtOnce is a backoff of zero: a failed step may run again at the next
+// reconcile.
+var retryAtOnce = workqueue.BackoffFunc(func(int) time.Duration { return 0 })

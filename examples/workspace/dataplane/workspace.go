@@ -136,7 +136,7 @@ func Definition() statemachine.Definition[State, Phase] {
 			{Phase: Provisioning, Kind: T, Then: Standby,
 				Steps:      []string{StepProvision},
 				Completion: []statemachine.Require{is(CondVolumeReady)}},
-			{Phase: Restoring, Kind: T, Then: Standby,
+			{Phase: Restoring, Kind: T, Then: Standby, Bounds: statemachine.Bounds{Deadline: 6 * time.Hour},
 				Steps:      []string{StepProvision, StepRestore},
 				Completion: []statemachine.Require{is(CondVolumeReady), is(CondRestoreMarkerMatches)}},
 			{Phase: Standby},
@@ -147,7 +147,7 @@ func Definition() statemachine.Definition[State, Phase] {
 			{Phase: Stopping, Kind: T, Then: Standby,
 				Steps:      []string{StepStop},
 				Completion: []statemachine.Require{not(CondContainerReady), is(CondVolumeReady)}},
-			{Phase: Archiving, Kind: T, Then: Archived,
+			{Phase: Archiving, Kind: T, Then: Archived, Bounds: statemachine.Bounds{Deadline: 6 * time.Hour},
 				Steps:      []string{StepArchive, StepDeleteVolume},
 				Completion: []statemachine.Require{not(CondVolumeReady), is(CondArchiveReady)}},
 			{Phase: Archived},
@@ -179,6 +179,11 @@ func Definition() statemachine.Definition[State, Phase] {
 			{State: StateDeleted, Phase: Archived, Begin: Deleting},
 			{State: StateDeleted, Phase: Error, Begin: Deleting},
 		},
+		Refusals: []statemachine.Refusal[State, Phase]{{
+			States: []State{StateRunning, StateStandby, StateArchived},
+			Phases: []Phase{Deleting, Deleted},
+			Reason: "a deleted workspace cannot come back",
+		}},
 	}
 }
 

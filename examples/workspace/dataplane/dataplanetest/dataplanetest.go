@@ -17,6 +17,7 @@ import (
 	"github.com/tendhq/tend/examples/workspace/archive"
 	"github.com/tendhq/tend/examples/workspace/dataplane"
 	"github.com/tendhq/tend/store"
+	"github.com/tendhq/tend/workqueue"
 )
 
 // reconcileLimit bounds the reconciles Reconcile runs before it gives up
@@ -56,6 +57,8 @@ func NewDriver(t *testing.T, cfg Config) *Driver {
 	ctrl, err := dataplane.New(dataplane.Config{
 		Store: mem, Instances: cfg.Instances, Storage: cfg.Storage,
 		NewOperationID: func() string { ops++; return fmt.Sprintf("op%d", ops) },
+		// The tests drive retries one reconcile at a time.
+		Backoff: workqueue.BackoffFunc(func(int) time.Duration { return 0 }),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,236 @@
+package statemachine_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tendhq/tend/statemachine"
+)
+
+// certificate is a machine with a point of no return: a revoked certificate
+// stays revoked, but can still be deleted.
+func certificate() def {
+	T := statemachine.Transitional
+	is := statemachine.Is
+	return def{
+		Name:    "Certificate",
+		States:  []string{"Active", "Revoke", "Deleted"},
+		Initial: "Issuing",
+		Phases: []statemachine.PhaseSpec[string]{
+			{Phase: "Issuing", Kind: T, Steps: []string{"issue"}, Completion: []statemachine.Require{is("issued")}, Then: "Issued"},
+			{Phase: "Issued"},
+			{Phase: "Revoking", Kind: T, NoReturn: true, Steps: []string{"revoke"}, Completion: []statemachine.Require{is("revoked")}, Then: "Revoked"},
+			{Phase: "Revoked", NoReturn: true},
+			{Phase: "Deleting", Kind: T, Steps: []string{"delete"}, Completion: []statemachine.Require{statemachine.Not("issued")}, Then: "Gone"},
+			{Phase: "Gone", Kind: statemachine.Terminal},
+			{Phase: "Failed", Kind: statemachine.Fault},
+		},
+		Settled: []statemachine.Settle[string, string]{
+			{State: "Active", Phase: "Issued"},
+			{State: "Revoke", Phase: "Revoked"},
+			{State: "Deleted", Phase: "Gone", Final: true},
+		},
+		Rules: []statemachine.Rule[string, string]{
+			{State: "Revoke", Phase: "Issued", Begin: "Revoking"},
+			{State: "Deleted", Phase: "Issued", Begin: "Deleting"},
+			{State: "Deleted", Phase: "Revoked", Begin: "Deleting"},
+			{State: "Deleted", Phase: "Failed", Begin: "Deleting"},
+		},
+		Refusals: []statemachine.Refusal[string, string]{
+			{States: []string{"Active"}, Phases: []string{"Revoking", "Revoked"}, Reason: "a revoked certificate stays revoked"},
+			{States: []string{"Active", "Revoke"}, Phases: []string{"Deleting", "Gone"}, Reason: "a deleted certificate is gone"},
+		},
+	}
+}
+
+// TestLivenessHoles has one machine per kind of liveness hole. Each is
+// rejected with an error naming the offending pair and, for the liveness
+// check, the path that dead-ends or loops.
+func TestLivenessHoles(t *testing.T) {
+	if _, err := statemachine.New(certificate()); err != nil {
+		t.Fatalf("the certificate machine must build: %v", err)
+	}
+	tests := []struct {
+		name string
+		edit func(*def)
+		want named
+		path string // a part of the message: the path to the dead end
+	}{
+		{"forgotten deletion rule past a point of no return", func(d *def) {
+			d.Rules = d.Rules[:2] // (Deleted, Revoked) and (Deleted, Failed) forgotten
+			d.Rules = append(d.Rules, statemachine.Rule[string, string]{State: "Deleted", Phase: "Failed", Begin: "Deleting"})
+		}, named{"Deleted", "Revoked", statemachine.ErrUncovered}, "stuck"},
+		{"final intent held in the fault phase", func(d *def) {
+			d.Rules = d.Rules[:3]
+		}, named{"Deleted", "Failed", statemachine.ErrUncovered}, "could never end its life"},
+		{"refusal that is not declared", func(d *def) {
+			d.Refusals = d.Refusals[1:]
+		}, named{"Active", "Revoked", statemachine.ErrUncovered}, "stuck"},
+		{"operation with nowhere to fail to", func(d *def) {
+			d.Phases = d.Phases[:6]
+			d.Rules = d.Rules[:3]
+		}, named{"", "Issuing", statemachine.ErrIncomplete}, "nowhere to go past its deadline"},
+		{"failure target that dead-ends", func(d *def) {
+			d.Phases[4].FailTo = "Revoked" // a failed deletion parks the certificate as revoked…
+			d.Rules = d.Rules[:2]          // …where nothing deletes it
+			d.Rules = append(d.Rules, statemachine.Rule[string, string]{State: "Deleted", Phase: "Failed", Begin: "Deleting"})
+			d.Unreachable = []statemachine.Pair[string, string]{{State: "Deleted", Phase: "Revoked"}}
+		}, named{"Deleted", "Deleting", statemachine.ErrNoProgress}, "Deleting → Revoked reaches (Deleted, Revoked), declared unreachable"},
+		{"abort into a loop", func(d *def) {
+			d.Aborts = []statemachine.AbortRule[string, string]{{State: "Deleted", Phase: "Issuing", To: "Revoking"}}
+			d.Rules[2] = statemachine.Rule[string, string]{State: "Deleted", Phase: "Revoked", Begin: "Revoking"}
+			d.Cycles = []statemachine.Edge[string]{{From: "Revoked", To: "Revoking"}}
+		}, named{"Deleted", "Issuing", statemachine.ErrNoProgress}, "loops without settling"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := certificate()
+			tt.edit(&d)
+			_, err := statemachine.New(d)
+			if err == nil {
+				t.Fatal("built")
+			}
+			found := false
+			for _, o := range offenders(err) {
+				if o == tt.want {
+					found = true
+				}
+			}
+			if !found {
+				t.Fatalf("error does not name %+v:\n%v", tt.want, err)
+			}
+			if !strings.Contains(err.Error(), tt.path) {
+				t.Errorf("error does not say %q:\n%v", tt.path, err)
+			}
+		})
+	}
+}
+
+// TestRefusalIsDeclared: an intent is refused only where the machine says,
+// with the machine's reason, both when it is written (Admit) and when it is
+// found (Decide, recorded by Apply).
+func TestRefusalIsDeclared(t *testing.T) {
+	m := mustNew(t, certificate())
+	err := m.Admit("Active", "Revoked")
+	var re *statemachine.IntentRefusedError[string, string]
+	if !errors.As(err, &re) || re.Reason != "a revoked certificate stays revoked" || !errors.Is(err, statemachine.ErrIntentRefused) {
+		t.Fatalf("Admit(Active, Revoked) = %v", err)
+	}
+	if err := m.Admit("Deleted", "Revoked"); err != nil {
+		t.Fatalf("Admit(Deleted, Revoked) = %v", err)
+	}
+	st := status{Phase: "Revoked", Target: "Revoke"}
+	d, err := m.Decide("Active", st, now)
+	if err != nil || d.Refused == nil || d.Kind != statemachine.Nothing || d.Intent != "Revoke" {
+		t.Fatalf("Decide = %+v, %v", d, err)
+	}
+	got, _ := m.Apply(st, d, statemachine.Result{Now: now})
+	if got.Refused == nil || got.Refused.Intent != "Active" || got.Refused.Reason != "a revoked certificate stays revoked" {
+		t.Fatalf("refusal not recorded: %+v", got.Refused)
+	}
+	d, _ = m.Decide("Revoke", got, now)
+	if got, _ = m.Apply(got, d, statemachine.Result{Now: now}); got.Refused != nil {
+		t.Fatalf("refusal kept after the intent changed back: %+v", got.Refused)
+	}
+	if err := m.ValidateIntent("Paused"); !errors.Is(err, statemachine.ErrUnknownState) || !strings.Contains(err.Error(), "Active, Revoke, Deleted") {
+		t.Fatalf("ValidateIntent = %v, want the states listed", err)
+	}
+}
+
+// TestBounds drives one operation through its bounds: backoff from the
+// retry time in status, attempts used up, the deadline, and the resume of
+// the failed operation when a rule out of the Fault phase begins its phase
+// again.
+func TestBounds(t *testing.T) {
+	d := certificate()
+	d.Phases[4].Bounds = statemachine.Bounds{Deadline: time.Hour, MaxAttempts: 3}
+	m := mustNew(t, d)
+	t0 := now
+	st := status{Phase: "Issued", Target: "Active"}
+	dec, _ := m.Decide("Deleted", st, t0)
+	if !m.NeedsOperationID(dec) {
+		t.Fatal("a Begin into a transitional phase needs an operation id")
+	}
+	st, _ = m.Apply(st, dec, statemachine.Result{OperationID: "op1", Now: t0})
+	if !st.Operation.Started.Equal(t0) {
+		t.Fatalf("Started = %v", st.Operation.Started)
+	}
+	fail := func(at time.Time, retry time.Duration) {
+		t.Helper()
+		dec, err := m.Decide("Deleted", st, at)
+		if err != nil || dec.Kind != statemachine.Run || !dec.Deadline.Equal(t0.Add(time.Hour)) {
+			t.Fatalf("Decide at %v = %+v, %v; want Run with the deadline", at, dec, err)
+		}
+		st, err = m.Apply(st, dec, statemachine.Result{Outcome: statemachine.Failed, Err: errors.New("quota exceeded"), Now: at, RetryAfter: retry})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	fail(t0, time.Minute)
+	if dec, _ := m.Decide("Deleted", st, t0.Add(30*time.Second)); dec.Kind != statemachine.Backoff || !dec.Until.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("before the retry time: %+v, want Backoff until %v", dec, t0.Add(time.Minute))
+	}
+	fail(t0.Add(time.Minute), 2*time.Minute)
+	fail(t0.Add(3*time.Minute), 4*time.Minute) // the third attempt uses them up
+	if st.Phase != "Failed" || st.Failure == nil || st.Failure.Cause != statemachine.CauseAttempts ||
+		!strings.Contains(st.Failure.Reason, "failed 3 times") || st.Failure.Step != "delete" {
+		t.Fatalf("after 3 attempts: %+v / %+v", st, st.Failure)
+	}
+
+	// The rule out of Failed begins Deleting again: the same operation
+	// resumes, its failure count and retry time kept, with a new deadline.
+	t1 := t0.Add(4 * time.Minute)
+	dec, _ = m.Decide("Deleted", st, t1)
+	st, _ = m.Apply(st, dec, statemachine.Result{OperationID: "op2", Now: t1})
+	if st.Operation == nil || st.Operation.ID != "op1" || st.Operation.Attempts != 3 || !st.Operation.Started.Equal(t1) ||
+		!st.Operation.RetryAt.Equal(t0.Add(7*time.Minute)) || st.Failure != nil {
+		t.Fatalf("resumed operation: %+v", st.Operation)
+	}
+	if dec, _ := m.Decide("Deleted", st, t1); dec.Kind != statemachine.Backoff {
+		t.Fatalf("a resumed operation waits for its retry time: %+v", dec)
+	}
+
+	// Steps done, waiting for a completion that never comes: the deadline.
+	dec, _ = m.Decide("Deleted", st, t0.Add(7*time.Minute))
+	st, _ = m.Apply(st, dec, statemachine.Result{Outcome: statemachine.Done, Now: t0.Add(7 * time.Minute)})
+	if dec, _ := m.Decide("Deleted", st, t1.Add(59*time.Minute)); dec.Kind != statemachine.Wait {
+		t.Fatalf("before the deadline: %+v", dec)
+	}
+	dec, _ = m.Decide("Deleted", st, t1.Add(time.Hour))
+	if dec.Kind != statemachine.Expire || dec.Next != "Failed" || !strings.Contains(dec.Reason, "still waiting for !issued") {
+		t.Fatalf("at the deadline: %+v", dec)
+	}
+	// Completion wins over an expired deadline.
+	if done, _ := m.Decide("Deleted", st.Observe(t1, statemachine.Observation{Name: "issued", Status: false}), t1.Add(time.Hour)); done.Kind != statemachine.Complete {
+		t.Fatalf("completion past the deadline: %+v", done)
+	}
+	st, _ = m.Apply(st, dec, statemachine.Result{Now: t1.Add(time.Hour)})
+	if st.Phase != "Failed" || st.Failure.Cause != statemachine.CauseDeadline {
+		t.Fatalf("expired: %+v", st.Failure)
+	}
+}
+
+// TestAbort: a declared abort stops an operation at its next step boundary
+// when the intent changes, and begins its target.
+func TestAbort(t *testing.T) {
+	g := mustNew(t, gateway())
+	st := statemachine.Status[State, Phase]{Phase: Starting, Target: Running,
+		Operation: &statemachine.Operation[Phase]{ID: "s1", Phase: Starting, From: Created, Done: []string{"create_deployment"}, Started: now}}
+	if dec, _ := g.Decide(Running, st, now); dec.Kind != statemachine.Run {
+		t.Fatalf("same intent: %+v", dec)
+	}
+	dec, _ := g.Decide(Deleted, st, now)
+	if dec.Kind != statemachine.Abort || dec.Next != Deleting || !g.NeedsOperationID(dec) {
+		t.Fatalf("Deleted while Starting: %+v", dec)
+	}
+	got, err := g.Apply(st, dec, statemachine.Result{OperationID: "d1", Now: now})
+	if err != nil || got.Phase != Deleting || got.Target != Deleted || got.Operation.ID != "d1" || got.Operation.From != Starting {
+		t.Fatalf("after the abort: %+v, %v", got, err)
+	}
+	// Without a declared abort the operation goes on.
+	if dec, _ := g.Decide(Restarting, st, now); dec.Kind != statemachine.Run {
+		t.Fatalf("Restarting while Starting: %+v", dec)
+	}
+}
