@@ -18,43 +18,52 @@
 //   - settled ([Settle]): the intent is reached, nothing to do (Running in Started);
 //   - ruled ([Rule]): the pair begins a transitional phase (Running in Created
 //     begins Starting);
+//   - refused ([Refusal]): the machine cannot honour the intent there, and says
+//     why; [Machine.Admit] refuses to write it;
 //   - unreachable: the pair cannot occur; [Machine.Admit] refuses the intent.
 //
 // Phases are resting (they wait for intent), transitional (operations: ordered,
 // named steps, then a completion judged from observed conditions, then a Then
-// phase), terminal (no exits) or fault (where terminal failures wait for an
-// operator). A phase marked NoReturn is a point of no return: once an ApiGateway
-// is Deleting, nothing may lead back, and a change of intent is refused with an
-// error naming the phase. A path back that is intended, like a RuntimeDomain's
-// Deleted → Creating when its gateway starts again, is declared in Cycles.
+// phase), terminal (no exits) or fault (where failed operations wait for an
+// operator). Every operation is bounded ([Bounds]: a deadline, an attempt cap, a
+// step timeout, with finite defaults) and fails to its FailTo phase, the Fault
+// phase by default. An [AbortRule] lets a changed intent stop an operation at its
+// next step boundary. A phase marked NoReturn is a point of no return: once an
+// ApiGateway is Deleting, nothing may lead back. A path back that is intended,
+// like a RuntimeDomain's Deleted → Creating when its gateway starts again, is
+// declared in Cycles.
 //
 // # Checked when built
 //
 // [New] rejects a definition with an error that names every offending pair or
 // phase (see New for the list). Above all, every (State, Phase) pair must be
-// covered: the seed's "vn8ofl" gateway sat forever, its stages and database
-// never cleaned up, because no handler matched its (State, Phase) pair; a
-// machine with such a hole does not build.
-// New also proves that, with the intent held constant, every ruled pair and
-// every operation reaches a settled pair.
+// covered: a gateway whose (State, Phase) pair no handler matched sat forever,
+// its stages and database never cleaned up; a machine with such a hole does not
+// build. Refusals are only ever declared, never inferred from a missing rule.
+// New also proves liveness: with the intent held constant, and each operation
+// either completing or failing, every pair can always still reach a settled
+// pair of its intent, a declared refusal, or (but for the final intent) the
+// Fault phase.
 //
 // # Deciding
 //
 // [Machine.Decide] is pure: given the intent and the [Status] (phase, observed
-// [Condition] values, the checkpoint of the operation in flight) it returns a
-// [Decision]: Nothing, Begin a phase, Run a step, Complete, Wait, or Hold. The
+// [Condition] values, the checkpoint of the operation in flight) and the time, it
+// returns a [Decision]: Nothing, Begin a phase, Run a step, Complete, Wait,
+// Hold, Backoff (a failed step's retry time has not come), Abort or Expire. The
 // controller executes it and folds the result with [Machine.Apply], which
 // returns the status to persist in one store write. There are no goroutines,
 // clocks or I/O here; times are passed in as data, operation ids are generated
 // by the caller. That is what makes machines property-testable with
 // [github.com/tendhq/tend/statemachine/smtest].
 //
-// Operations are never pre-empted: while a transitional phase runs, the intent is
-// not consulted; the next rule applies when it completes. Each operation has an
-// id recorded before its first step runs and reused on every retry. Steps
-// resume at the first one not done after a crash; a step that did part of its
-// work reports [Progressed] and runs again (the seed's "if hadTriggers {
-// deleteTriggers; return }").
+// While a transitional phase runs, the intent is not consulted unless an
+// [AbortRule] says so; the next rule applies when it completes. Each operation
+// has an id recorded before its first step runs and reused on every retry.
+// Steps resume at the first one not done after a crash; a step that did part of
+// its work reports [Progressed] and runs again (delete a batch of triggers,
+// return, run again). A failed step's retry time is kept in status
+// (Operation.RetryAt), so the backoff survives restarts.
 //
 // # Restarting without a second writer
 //

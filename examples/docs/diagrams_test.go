@@ -73,6 +73,9 @@ func diagrams(t *testing.T) string {
 func TestDiagrams(t *testing.T) {
 	generated.Check(t, filepath.Join(root, filepath.FromSlash(diagramsPage)), "go generate ./docs (in the examples module)", *update,
 		generated.Section{Name: "machine diagrams", Body: diagrams(t)})
+	gw := machines(t)[0].m
+	generated.Check(t, filepath.Join(root, "docs", "failures.md"), "go generate ./docs (in the examples module)", *update,
+		generated.Section{Name: "failure diagram", Body: "```mermaid\n" + gw.Mermaid() + "```\n"})
 
 	n := 0
 	for _, p := range pages(t) {
