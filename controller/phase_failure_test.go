@@ -407,4 +407,3 @@ func TestDriverCreateValidates(t *testing.T) {
 		t.Fatalf("created with status %+v, want the machine's initial status only", obj.Status)
 	}
 }
-
