@@ -66,6 +66,15 @@ type HasMachineStatus[S, P comparable] interface {
 	MachineStatus() *statemachine.Status[S, P]
 }
 
+// HasRequests is implemented by a Spec that carries one-shot requests (see
+// statemachine.RequestRule): for each request of the machine, the tokens the
+// spec carries, oldest first. A token must never be reused: a restart asked
+// for at some time, a rotation asked for by id. The driver records the
+// tokens in status and serves each once.
+type HasRequests interface {
+	Requests() map[string][]string
+}
+
 // Step is the action of one named step of a machine's operation. It is
 // called with the document as last read, and opID, the id of the operation in
 // flight: the same on every retry and persisted before the step first ran,
@@ -142,6 +151,13 @@ type DriverConfig[Spec, Status any] struct {
 	// the schedule; a spec change or a deletion request retries at once.
 	// Nil means [workqueue.DefaultBackoff]: 5 ms, doubling, up to 1000 s.
 	Backoff workqueue.Backoff
+
+	// Timers maps each timer whose due time is computed from the document
+	// (statemachine.Timer without After; see Machine.ComputedTimers) to the
+	// function that computes it: the certificate's expiry less 30 days, say.
+	// A zero time means not due. Required for each such timer, checked as
+	// Steps are.
+	Timers map[string]func(obj *store.Object[Spec, Status]) time.Time
 
 	// MetricsRegisterer receives the phase metrics of the driver's kind
 	// (tend_phase_transitions_total and tend_phase_duration_seconds, with a
@@ -288,6 +304,16 @@ func NewDriver[Spec HasIntent[S], Status any, PStatus interface {
 			problems = append(problems, fmt.Sprintf("observer %q observes no condition of the machine", name))
 		}
 	}
+	for _, name := range m.ComputedTimers() {
+		if cfg.Timers[name] == nil {
+			problems = append(problems, fmt.Sprintf("timer %q has no due-time function", name))
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Timers)) {
+		if !slices.Contains(m.ComputedTimers(), name) {
+			problems = append(problems, fmt.Sprintf("due-time function %q is no computed timer of the machine", name))
+		}
+	}
 	switch {
 	case cfg.WaitInterval < 0:
 		problems = append(problems, fmt.Sprintf("WaitInterval %v is negative", cfg.WaitInterval))
@@ -318,6 +344,7 @@ func NewDriver[Spec HasIntent[S], Status any, PStatus interface {
 		m:         m,
 		steps:     maps.Clone(cfg.Steps),
 		observers: maps.Clone(cfg.Observers),
+		timers:    maps.Clone(cfg.Timers),
 		finalizer: fin,
 		final:     final,
 		newID:     cfg.NewOperationID,
@@ -390,6 +417,7 @@ type phaseDriver[Spec HasIntent[S], Status any, PStatus interface {
 	m         *statemachine.Machine[S, P]
 	steps     map[string]Step[Spec, Status]
 	observers map[string]Observer[Spec, Status]
+	timers    map[string]func(obj *store.Object[Spec, Status]) time.Time
 	finalizer string
 	final     *S // the state of the final pairs; nil when the machine has none
 	newID     func() string
@@ -548,6 +576,7 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) pass(ctx context.Context, log
 		st.Operation = &retry
 	}
 	intent := d.intent(obj)
+	st = d.fold(obj, st)
 	dec, err := d.m.Decide(intent, st, now)
 	if errors.Is(err, statemachine.ErrUnknownState) {
 		return d.unknownIntent(ctx, log, obj, read, intent, err)
@@ -555,16 +584,26 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) pass(ctx context.Context, log
 	if err != nil {
 		return end(Result{}, Terminal(fmt.Errorf("%s %q: %w", d.c.Kind(), obj.Key, err)))
 	}
-	if dec.Kind == statemachine.Wait || dec.Kind == statemachine.Complete || (dec.Kind == statemachine.Expire && dec.Step == "") {
+	ps, _ := d.m.Spec(st.Phase)
+	var judge []statemachine.Require
+	switch {
+	case dec.Kind == statemachine.Wait || dec.Kind == statemachine.Complete || (dec.Kind == statemachine.Expire && dec.Step == ""):
 		// Judge the completion on fresh observations: one that holds by
 		// now wins over a deadline that has passed.
-		if st, err = d.observe(ctx, obj, st, now); err != nil {
+		judge = ps.Completion
+	case dec.Kind == statemachine.Nothing && !dec.Final || len(dec.Drift) > 0:
+		// A settled object: is its phase's health still true?
+		judge = ps.Health
+	}
+	if len(judge) > 0 {
+		if st, err = d.observe(ctx, obj, st, judge, now); err != nil {
 			return end(Result{}, err)
 		}
 		if dec, err = d.m.Decide(intent, st, now); err != nil {
 			return end(Result{}, Terminal(fmt.Errorf("%s %q: %w", d.c.Kind(), obj.Key, err)))
 		}
 	}
+	d.settledMoves(log, obj.Key, dec, st)
 
 	r := statemachine.Result{Now: now}
 	if d.m.NeedsOperationID(dec) {
@@ -619,6 +658,17 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) pass(ctx context.Context, log
 		return end(Result{RequeueAfter: until(now, dec.Until.Sub(now), dec.Deadline)}, nil)
 	case statemachine.Hold:
 		return end(Result{}, nil)
+	case statemachine.Nothing:
+		// Settled: come back when the next timer is due, and to observe the
+		// phase's health again.
+		var after time.Duration
+		if !dec.Until.IsZero() {
+			after = until(now, dec.Until.Sub(now), time.Time{})
+		}
+		if len(ps.Health) > 0 && (after == 0 || ps.HealthEvery < after) {
+			after = ps.HealthEvery
+		}
+		return end(Result{RequeueAfter: after}, nil)
 	case statemachine.Run:
 		switch {
 		case r.Outcome == statemachine.Done:
@@ -651,6 +701,52 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) gaveUp(obj *store.Object[Spec
 		return nil, passEnd, Result{}, Terminal(err)
 	}
 	return nil, passEnd, Result{}, RetryAfter(err, 0)
+}
+
+// fold records in st what the machine decides from beside the intent: the
+// tokens of the requests obj's spec carries and the due times of the timers
+// computed from obj.
+func (d *phaseDriver[Spec, Status, PStatus, S, P]) fold(obj *store.Object[Spec, Status], st statemachine.Status[S, P]) statemachine.Status[S, P] {
+	if hr, ok := any(obj.Spec).(HasRequests); ok {
+		reqs := hr.Requests()
+		for _, name := range d.m.Requests() {
+			st = st.Request(name, reqs[name]...)
+		}
+	}
+	for _, name := range d.m.ComputedTimers() {
+		st = st.Due(name, d.timers[name](obj))
+	}
+	return st
+}
+
+// settledMoves logs and counts what a settled object begins without a
+// change of intent: a drift repair (with what was observed), a request
+// served, moot or refused, a timer.
+func (d *phaseDriver[Spec, Status, PStatus, S, P]) settledMoves(log *zap.Logger, key string, dec statemachine.Decision[S, P], st statemachine.Status[S, P]) {
+	switch {
+	case len(dec.Drift) > 0:
+		d.metrics.drift(dec.Phase)
+		if log != nil {
+			observed := make([]string, len(dec.Drift))
+			for i, r := range dec.Drift {
+				c, _ := st.Condition(r.Condition)
+				observed[i] = fmt.Sprintf("%s=%t (%s)", r.Condition, c.Status, c.Reason)
+			}
+			log.Warn("drift: repairing", zap.String("key", key), zap.Any("phase", dec.Phase), zap.Any("repair", dec.Next),
+				zap.Strings("observed", observed))
+		}
+	case dec.Request != "":
+		result := "served"
+		switch {
+		case dec.RequestRefused != "":
+			result = "refused"
+		case dec.Kind == statemachine.Nothing:
+			result = "moot"
+		}
+		d.metrics.request(dec.Request, result)
+	case dec.Timer != "":
+		d.metrics.timer(dec.Timer)
+	}
 }
 
 // until returns d, or the time left until deadline when that is sooner, so
@@ -747,12 +843,11 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) run(ctx context.Context, obj 
 	return out, err
 }
 
-// observe runs the observers of the conditions the completion of st's phase
-// requires and returns st with the observations recorded.
-func (d *phaseDriver[Spec, Status, PStatus, S, P]) observe(ctx context.Context, obj *store.Object[Spec, Status], st statemachine.Status[S, P], now time.Time) (statemachine.Status[S, P], error) {
-	ps, _ := d.m.Spec(st.Phase)
-	obs := make([]statemachine.Observation, 0, len(ps.Completion))
-	for _, req := range ps.Completion {
+// observe runs the observers of the conditions reqs name (a completion's, or
+// a phase's health) and returns st with the observations recorded.
+func (d *phaseDriver[Spec, Status, PStatus, S, P]) observe(ctx context.Context, obj *store.Object[Spec, Status], st statemachine.Status[S, P], reqs []statemachine.Require, now time.Time) (statemachine.Status[S, P], error) {
+	obs := make([]statemachine.Observation, 0, len(reqs))
+	for _, req := range reqs {
 		ok, reason, err := d.observers[req.Condition](ctx, obj)
 		if err != nil {
 			return st, fmt.Errorf("%s %q: observing %s: %w", d.c.Kind(), obj.Key, req.Condition, err)

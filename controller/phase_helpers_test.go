@@ -80,7 +80,7 @@ func gatewayDefinition() sm.Definition[gwState, gwPhase] {
 		Settled: []sm.Settle[gwState, gwPhase]{
 			{State: gwStopped, Phase: phCreated},
 			{State: gwRunning, Phase: phStarted},
-			{State: gwRestarting, Phase: phStarted, After: []gwPhase{phStarting}},
+			{State: gwRestarting, Phase: phStarted},
 			{State: gwStopped, Phase: phStopped},
 			{State: gwDeleted, Phase: phDeleted, Final: true},
 		},
@@ -89,13 +89,14 @@ func gatewayDefinition() sm.Definition[gwState, gwPhase] {
 			{State: gwRestarting, Phase: phCreated, Begin: phStarting},
 			{State: gwDeleted, Phase: phCreated, Begin: phDeleting},
 			{State: gwStopped, Phase: phStarted, Begin: phStopping},
-			{State: gwRestarting, Phase: phStarted, Begin: phStopping},
 			{State: gwDeleted, Phase: phStarted, Begin: phDeleting},
 			{State: gwRunning, Phase: phStopped, Begin: phStarting},
 			{State: gwRestarting, Phase: phStopped, Begin: phStarting},
 			{State: gwDeleted, Phase: phStopped, Begin: phDeleting},
 			{State: gwDeleted, Phase: phFailed, Begin: phDeleting},
 		},
+		Requests: []sm.RequestRule[gwPhase]{{Name: "restart",
+			Serve: []sm.Edge[gwPhase]{{From: phStarted, To: phStopping}, {From: phCreated, To: phStarting}, {From: phStopped, To: phStarting}}}},
 		Refusals: []sm.Refusal[gwState, gwPhase]{{
 			States: []gwState{gwRunning, gwStopped, gwRestarting},
 			Phases: []gwPhase{phDeleting, phDeleted},
@@ -106,9 +107,19 @@ func gatewayDefinition() sm.Definition[gwState, gwPhase] {
 
 type gwSpec struct {
 	State gwState `json:"state"`
+	// Restart is the token of the last restart asked for: written with
+	// State Restarting, a restart request.
+	Restart string `json:"restart,omitempty"`
 }
 
 func (s gwSpec) Intent() gwState { return s.State }
+
+func (s gwSpec) Requests() map[string][]string {
+	if s.State != gwRestarting || s.Restart == "" {
+		return nil
+	}
+	return map[string][]string{"restart": {s.Restart}}
+}
 
 type gwStatus struct {
 	sm.Status[gwState, gwPhase]

@@ -26,6 +26,9 @@ type phaseMetrics[S, P comparable] struct {
 	steps       *prometheus.CounterVec // by phase, step and outcome
 	failures    *prometheus.CounterVec // by phase and cause
 	refusals    *prometheus.CounterVec // by phase
+	drifts      *prometheus.CounterVec // by phase
+	requests    *prometheus.CounterVec // by request and result
+	timers      *prometheus.CounterVec // by timer
 
 	// mu guards since and pairs.
 	mu sync.Mutex
@@ -81,10 +84,26 @@ func newPhaseMetrics[S, P comparable](reg prometheus.Registerer, kind string, m 
 			Help:        "Intents found refused, per kind and phase; each refusal counts once",
 			ConstLabels: labels,
 		}, []string{"phase"}),
+		drifts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name:        "tend_drift_total",
+			Help:        "Drift found in settled documents (a health condition stopped holding), per kind and phase",
+			ConstLabels: labels,
+		}, []string{"phase"}),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name:        "tend_requests_total",
+			Help:        "One-shot requests acted on, per kind, request and result (served: its operation began; moot; refused)",
+			ConstLabels: labels,
+		}, []string{"request", "result"}),
+		timers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name:        "tend_timers_fired_total",
+			Help:        "Timers that began an operation, per kind and timer",
+			ConstLabels: labels,
+		}, []string{"timer"}),
 		since: make(map[string]entered[P]),
 		pairs: make(map[string]statemachine.Pair[S, P]),
 	}
-	pm.collectors = []prometheus.Collector{transitions, durations, pm.documents, pm.steps, pm.failures, pm.refusals}
+	pm.collectors = []prometheus.Collector{transitions, durations, pm.documents, pm.steps, pm.failures, pm.refusals,
+		pm.drifts, pm.requests, pm.timers}
 	for _, e := range m.Edges() {
 		pm.transitions[e] = transitions.WithLabelValues(fmt.Sprint(e.From), fmt.Sprint(e.To))
 	}
@@ -157,6 +176,27 @@ func (pm *phaseMetrics[S, P]) failed(phase P, cause statemachine.Cause) {
 func (pm *phaseMetrics[S, P]) refused(phase P) {
 	if pm != nil {
 		pm.refusals.WithLabelValues(fmt.Sprint(phase)).Inc()
+	}
+}
+
+// drift counts drift found in phase.
+func (pm *phaseMetrics[S, P]) drift(phase P) {
+	if pm != nil {
+		pm.drifts.WithLabelValues(fmt.Sprint(phase)).Inc()
+	}
+}
+
+// request counts a request acted on.
+func (pm *phaseMetrics[S, P]) request(name, result string) {
+	if pm != nil {
+		pm.requests.WithLabelValues(name, result).Inc()
+	}
+}
+
+// timer counts a timer that fired.
+func (pm *phaseMetrics[S, P]) timer(name string) {
+	if pm != nil {
+		pm.timers.WithLabelValues(name).Inc()
 	}
 }
 

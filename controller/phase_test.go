@@ -38,7 +38,7 @@ func TestDriverLifecycle(t *testing.T) {
 		{gwDeleted, "", deletingSteps, slices.Repeat([]string{"op-7"}, len(deletingSteps))},
 	} {
 		before := len(f.world.stepsRun("team-a/gw-1"))
-		if _, err := d.UpdateSpec(ctx, "team-a/gw-1", func(s *gwSpec) { s.State = tc.intent }); err != nil {
+		if _, err := d.UpdateSpec(ctx, "team-a/gw-1", func(s *gwSpec) { s.State, s.Restart = tc.intent, "r-"+string(tc.intent) }); err != nil {
 			t.Fatalf("intent %s: %v", tc.intent, err)
 		}
 		if res := settle(t, d, "team-a/gw-1"); res != (controller.Result{}) {

@@ -198,6 +198,27 @@ func (b *builder[S, P]) checkPhase(i int, ps PhaseSpec[P]) {
 	if len(ps.Steps) > 0 || len(ps.Completion) > 0 || ps.Then != zero || ps.FailTo != zero || ps.Unbounded || ps.Bounds != (Bounds{}) {
 		b.phaseErr(ps.Phase, ErrInvalid, "%s phase declares steps, a completion, Then, FailTo or bounds; only transitional phases do", ps.Kind)
 	}
+	b.checkHealth(ps)
+}
+
+// checkHealth checks a phase's Health, Repair and HealthEvery.
+func (b *builder[S, P]) checkHealth(ps PhaseSpec[P]) {
+	var zero P
+	switch {
+	case len(ps.Health) == 0 && ps.Repair == zero && ps.HealthEvery == 0:
+		return
+	case ps.Kind != Resting:
+		b.phaseErr(ps.Phase, ErrInvalid, "%s phase declares health; only resting phases do", ps.Kind)
+	case len(ps.Health) == 0 || ps.Repair == zero:
+		b.phaseErr(ps.Phase, ErrIncomplete, "health needs both conditions and a Repair phase")
+	case ps.HealthEvery < 0:
+		b.phaseErr(ps.Phase, ErrInvalid, "negative HealthEvery %v", ps.HealthEvery)
+	}
+	for _, r := range ps.Health {
+		if r.Condition == "" {
+			b.phaseErr(ps.Phase, ErrInvalid, "health requires an unnamed condition")
+		}
+	}
 }
 
 // bound resolves each transitional phase's bounds and FailTo phase.
@@ -273,14 +294,7 @@ func (b *builder[S, P]) tables(def Definition[S, P]) {
 			continue
 		}
 		if b.kind(st.Phase) == Transitional {
-			b.pairErr(st.State, st.Phase, ErrInvalid, "settled in a transitional phase (operations are never pre-empted; settle in the phase it completes into)")
-		}
-		for _, a := range st.After {
-			if _, ok := m.phaseIx[a]; !ok {
-				b.pairErr(st.State, st.Phase, ErrUnknownPhase, "settled after undeclared phase %v", a)
-			} else if b.kind(a) != Transitional {
-				b.pairErr(st.State, st.Phase, ErrInvalid, "settled after %v, which is not transitional", a)
-			}
+			b.pairErr(st.State, st.Phase, ErrInvalid, "settled in a transitional phase (settle in the phase it completes into)")
 		}
 		m.settled[pair] = st
 	}
@@ -299,7 +313,7 @@ func (b *builder[S, P]) tables(def Definition[S, P]) {
 		}
 		switch b.kind(r.Phase) {
 		case Transitional:
-			b.pairErr(r.State, r.Phase, ErrInvalid, "rule in a transitional phase (operations are never pre-empted)")
+			b.pairErr(r.State, r.Phase, ErrInvalid, "rule in a transitional phase (declare an AbortRule to stop an operation)")
 		case Terminal:
 			b.pairErr(r.State, r.Phase, ErrTerminalExit, "rule begins %v from a terminal phase", r.Begin)
 		}
@@ -308,18 +322,10 @@ func (b *builder[S, P]) tables(def Definition[S, P]) {
 		} else if b.kind(r.Begin) != Transitional {
 			b.pairErr(r.State, r.Phase, ErrInvalid, "rule begins %v, which is not transitional", r.Begin)
 		}
-		if st, ok := m.settled[pair]; ok && len(st.After) == 0 {
+		if hasKey(m.settled, pair) {
 			b.pairErr(r.State, r.Phase, ErrConflict, "pair is both settled and ruled (begins %v)", r.Begin)
 		}
 		m.rules[pair] = r
-	}
-	reported := map[Pair[S, P]]bool{}
-	for _, st := range def.Settled {
-		pair := Pair[S, P]{st.State, st.Phase}
-		if st, ok := m.settled[pair]; ok && len(st.After) > 0 && !hasKey(m.rules, pair) && !reported[pair] {
-			reported[pair] = true
-			b.pairErr(st.State, st.Phase, ErrUncovered, "settled only after %v, but no rule covers the pair until then", st.After)
-		}
 	}
 	for _, u := range def.Unreachable {
 		if !b.known(u.State, u.Phase, "unreachable pair") {
@@ -386,6 +392,74 @@ func (b *builder[S, P]) tables(def Definition[S, P]) {
 			break
 		}
 	}
+	b.optional(def)
+}
+
+// optional checks the moves a settled object may make without a change of
+// intent: drift repairs, requests and timers. Each leaves a resting phase
+// for a transitional one.
+func (b *builder[S, P]) optional(def Definition[S, P]) {
+	m := b.m
+	move := func(what string, from, to P) {
+		fi, fok := m.phaseIx[from]
+		ti, tok := m.phaseIx[to]
+		switch {
+		case !fok || !tok:
+			b.phaseErr(from, ErrUnknownPhase, "%s names an undeclared phase (%v → %v)", what, from, to)
+		case m.phases[fi].Kind != Resting:
+			b.phaseErr(from, ErrInvalid, "%s from %v, which is not resting", what, from)
+		case m.phases[ti].Kind != Transitional:
+			b.phaseErr(from, ErrInvalid, "%s begins %v, which is not transitional", what, to)
+		}
+	}
+	for _, ps := range m.phases {
+		if len(ps.Health) > 0 {
+			move("drift repair", ps.Phase, ps.Repair)
+		}
+	}
+	names := map[string]bool{}
+	for _, r := range def.Requests {
+		if r.Name == "" || names[r.Name] {
+			b.errs = append(b.errs, fmt.Errorf("%s: request name %q is empty or declared twice: %w", m.name, r.Name, ErrDuplicate))
+		}
+		names[r.Name] = true
+		if len(r.Serve) == 0 && len(r.Moot) == 0 && len(r.Refuse) == 0 {
+			b.errs = append(b.errs, fmt.Errorf("%s: request %q is served nowhere: %w", m.name, r.Name, ErrIncomplete))
+		}
+		if len(r.Refuse) > 0 && r.Reason == "" {
+			b.errs = append(b.errs, fmt.Errorf("%s: request %q is refused without a reason: %w", m.name, r.Name, ErrInvalid))
+		}
+		seen := map[P]bool{}
+		for _, e := range r.Serve {
+			move("request "+r.Name, e.From, e.To)
+			if seen[e.From] {
+				b.phaseErr(e.From, ErrConflict, "request %s served twice there", r.Name)
+			}
+			seen[e.From] = true
+		}
+		for _, p := range slices.Concat(r.Moot, r.Refuse) {
+			switch i, ok := m.phaseIx[p]; {
+			case !ok:
+				b.phaseErr(p, ErrUnknownPhase, "request %s names an undeclared phase", r.Name)
+			case m.phases[i].Kind != Resting:
+				b.phaseErr(p, ErrInvalid, "request %s names %v, which is not resting", r.Name, p)
+			case seen[p]:
+				b.phaseErr(p, ErrConflict, "request %s is served, moot or refused there twice", r.Name)
+			}
+			seen[p] = true
+		}
+	}
+	names = map[string]bool{}
+	for _, t := range def.Timers {
+		if t.Name == "" || names[t.Name] {
+			b.errs = append(b.errs, fmt.Errorf("%s: timer name %q is empty or declared twice: %w", m.name, t.Name, ErrDuplicate))
+		}
+		names[t.Name] = true
+		if t.After < 0 {
+			b.phaseErr(t.Phase, ErrInvalid, "timer %s: negative After %v", t.Name, t.After)
+		}
+		move("timer "+t.Name, t.Phase, t.Begin)
+	}
 }
 
 func hasKey[K comparable, V any](m map[K]V, k K) bool {
@@ -431,6 +505,19 @@ func (b *builder[S, P]) graph() {
 				add(i, m.phaseIx[a.To], abortEdge, m.stateIx[a.State])
 			}
 		}
+	}
+	for i, ps := range m.phases {
+		if len(ps.Health) > 0 {
+			m.edges = append(m.edges, edge{from: i, to: m.phaseIx[ps.Repair], kind: driftEdge})
+		}
+	}
+	for _, r := range m.def.Requests {
+		for _, e := range r.Serve {
+			m.edges = append(m.edges, edge{from: m.phaseIx[e.From], to: m.phaseIx[e.To], kind: requestEdge, name: r.Name})
+		}
+	}
+	for _, t := range m.def.Timers {
+		m.edges = append(m.edges, edge{from: m.phaseIx[t.Phase], to: m.phaseIx[t.Begin], kind: timerEdge, name: t.Name})
 	}
 	for _, c := range m.def.Cycles {
 		fi, fok := m.phaseIx[c.From]
@@ -556,16 +643,6 @@ func (b *builder[S, P]) coverage() {
 	}
 }
 
-// node is a point of the liveness check: a phase, the transitional phases
-// passed since the intent was adopted (a bit set), and whether the intent
-// is adopted yet: an operation found running may serve another intent, so
-// its completion counts as passed only for an intent it began for.
-type node struct {
-	phase   int
-	passed  string
-	adopted bool
-}
-
 // liveness checks, for each intent held constant, that every pair it can
 // be in reaches an end: see [ErrNoProgress].
 func (b *builder[S, P]) liveness() {
@@ -576,84 +653,84 @@ func (b *builder[S, P]) liveness() {
 			if hasKey(m.refused, pair) || m.unreach[pair] {
 				continue
 			}
-			start := node{phase: pi, passed: strings.Repeat("0", len(m.phases)), adopted: ps.Kind != Transitional}
-			if path, why := b.deadEnd(si, start); why != "" {
+			if path, why := b.deadEnd(si, pi); why != "" {
 				b.pairErr(s, ps.Phase, ErrNoProgress, "path %s %s", b.phasePath(path), why)
 			}
 		}
 	}
 }
 
-// end reports whether intent si is at an end in n: settled, refused, or held
-// in the Fault phase (any intent but the final one).
-func (b *builder[S, P]) end(si int, n node) bool {
+// end reports whether intent si is at an end in phase pi: settled, refused,
+// or held in the Fault phase (any intent but the final one).
+func (b *builder[S, P]) end(si, pi int) bool {
 	m := b.m
-	pair := Pair[S, P]{m.states[si], m.phases[n.phase].Phase}
-	if set, ok := m.settled[pair]; ok && n.adopted && afterDone(set.After, func(p P) bool { return n.passed[m.phaseIx[p]] == '1' }) {
+	pair := Pair[S, P]{m.states[si], m.phases[pi].Phase}
+	if hasKey(m.settled, pair) || hasKey(m.refused, pair) {
 		return true
 	}
-	if hasKey(m.refused, pair) {
-		return true
-	}
-	return n.phase == m.failure && si != m.final && !hasKey(m.rules, pair)
+	return pi == m.failure && si != m.final && !hasKey(m.rules, pair)
 }
 
-// step is a move of the liveness check; failure is set when it is taken
-// only because an operation failed or ran out of its bounds.
+// step is a move of the liveness check; optional is set when the machine may
+// take it but never needs to: a failure, a drift repair, a request, a timer.
 type step struct {
-	to      node
-	failure bool
+	to       int
+	optional bool
 }
 
-// next returns the moves n allows with intent si held constant, or the
-// reason it is a dead end.
-func (b *builder[S, P]) next(si int, n node) ([]step, string) {
+// next returns the moves phase pi allows with intent si held constant, or
+// the reason it is a dead end. At an end, only the optional moves of a
+// settled object are returned.
+func (b *builder[S, P]) next(si, pi int) ([]step, string) {
 	m := b.m
-	s, ps := m.states[si], m.phases[n.phase]
+	s, ps := m.states[si], m.phases[pi]
 	pair := Pair[S, P]{s, ps.Phase}
-	if ps.Kind == Transitional {
-		passed := strings.Repeat("0", len(m.phases))
-		if n.adopted {
-			passed = n.passed[:n.phase] + "1" + n.passed[n.phase+1:]
+	if b.end(si, pi) {
+		var out []step
+		if hasKey(m.settled, pair) {
+			for _, e := range m.edges {
+				if e.from == pi && (e.kind == driftEdge || e.kind == requestEdge || e.kind == timerEdge) {
+					out = append(out, step{e.to, true})
+				}
+			}
 		}
-		// Whichever way the operation ends, the next decision adopts the intent.
-		out := []step{{node{m.phaseIx[ps.Then], passed, true}, false}}
-		if f := m.failTo[n.phase]; f >= 0 {
-			out = append(out, step{node{f, n.passed, true}, true})
+		return out, ""
+	}
+	if ps.Kind == Transitional {
+		out := []step{{m.phaseIx[ps.Then], false}}
+		if f := m.failTo[pi]; f >= 0 {
+			out = append(out, step{f, true})
 		}
 		if to, ok := m.aborts[pair]; ok {
-			out = append(out, step{node{m.phaseIx[to], n.passed, true}, false})
+			out = append(out, step{m.phaseIx[to], false})
 		}
 		return out, ""
 	}
 	if r, ok := m.rules[pair]; ok {
-		return []step{{node{m.phaseIx[r.Begin], n.passed, true}, false}}, ""
+		return []step{{m.phaseIx[r.Begin], false}}, ""
 	}
 	switch {
 	case m.unreach[pair]:
 		return nil, fmt.Sprintf("reaches (%v, %v), declared unreachable", s, ps.Phase)
-	case n.phase == m.failure:
+	case pi == m.failure:
 		return nil, fmt.Sprintf("reaches the fault phase %v, where the final intent %v has no rule", ps.Phase, s)
 	}
 	return nil, fmt.Sprintf("reaches (%v, %v), which nothing settles", s, ps.Phase)
 }
 
-// deadEnd explores every node reachable from start with intent si held
-// constant. It returns the path to the first node that is a dead end, from
-// which no end can be reached, or that lies on a loop the machine takes
-// with every operation succeeding, with why; "" when there is none. A loop
-// through a failure is a retry, not a hole: it ends when the world lets the
-// operation succeed.
-func (b *builder[S, P]) deadEnd(si int, start node) ([]int, string) {
-	prev := map[node]node{start: start}
-	order := []node{start}
-	succ := map[node][]step{}
-	dead := map[node]string{}
+// deadEnd explores every phase reachable from start with intent si held
+// constant. It returns the path to the first phase that is a dead end,
+// from which no end can be reached, or that lies on a loop the machine
+// takes with no optional move, with why; "" when there is none. A loop
+// through an optional move (a retry after a failure, a periodic timer) is
+// no hole: it is taken only when the world makes it.
+func (b *builder[S, P]) deadEnd(si, start int) ([]int, string) {
+	prev := map[int]int{start: start}
+	order := []int{start}
+	succ := map[int][]step{}
+	dead := map[int]string{}
 	for i := 0; i < len(order); i++ {
 		n := order[i]
-		if b.end(si, n) {
-			continue
-		}
 		out, why := b.next(si, n)
 		if why != "" {
 			dead[n] = why
@@ -666,10 +743,10 @@ func (b *builder[S, P]) deadEnd(si int, start node) ([]int, string) {
 			}
 		}
 	}
-	path := func(n node) []int {
+	path := func(n int) []int {
 		var p []int
 		for at := n; ; at = prev[at] {
-			p = append(p, at.phase)
+			p = append(p, at)
 			if at == start {
 				break
 			}
@@ -677,8 +754,13 @@ func (b *builder[S, P]) deadEnd(si int, start node) ([]int, string) {
 		slices.Reverse(p)
 		return p
 	}
-	// good: an end is reachable from the node.
-	good := map[node]bool{}
+	for _, n := range order {
+		if why, ok := dead[n]; ok {
+			return path(n), why
+		}
+	}
+	// good: an end is reachable from the phase.
+	good := map[int]bool{}
 	for changed := true; changed; {
 		changed = false
 		for _, n := range order {
@@ -688,29 +770,24 @@ func (b *builder[S, P]) deadEnd(si int, start node) ([]int, string) {
 		}
 	}
 	for _, n := range order {
-		if why, ok := dead[n]; ok {
-			return path(n), why
-		}
-	}
-	for _, n := range order {
 		if !good[n] {
 			return path(n), "loops without settling"
 		}
 	}
-	// A loop of successes: depth-first over the moves that are no failure.
+	// A loop of required moves: depth-first over them, ends excluded.
 	const (
 		unseen = iota
 		open
 		closed
 	)
-	color := map[node]int{}
-	var loop []node
-	var visit func(n node) bool
-	visit = func(n node) bool {
+	color := map[int]int{}
+	var loop []int
+	var visit func(n int) bool
+	visit = func(n int) bool {
 		color[n] = open
 		loop = append(loop, n)
 		for _, o := range succ[n] {
-			if o.failure || b.end(si, o.to) {
+			if o.optional || b.end(si, o.to) {
 				continue
 			}
 			switch color[o.to] {
@@ -730,21 +807,8 @@ func (b *builder[S, P]) deadEnd(si int, start node) ([]int, string) {
 	}
 	for _, n := range order {
 		if color[n] == unseen && !b.end(si, n) && visit(n) {
-			phases := make([]int, len(loop))
-			for i, l := range loop {
-				phases[i] = l.phase
-			}
-			return path(loop[0]), "loops without settling: " + b.phasePath(phases)
+			return path(loop[0]), "loops without settling: " + b.phasePath(loop)
 		}
 	}
 	return nil, ""
-}
-
-func afterDone[P comparable](after []P, passed func(P) bool) bool {
-	for _, a := range after {
-		if !passed(a) {
-			return false
-		}
-	}
-	return true
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"pgregory.net/rapid"
 
@@ -129,11 +130,29 @@ func TestNewRejects(t *testing.T) {
 		{"two fault phases", func(d *def) {
 			d.Phases = append(d.Phases, statemachine.PhaseSpec[string]{Phase: "Broken", Kind: statemachine.Fault}, statemachine.PhaseSpec[string]{Phase: "Fused", Kind: statemachine.Fault})
 		}, []named{{phase: "Fused", err: statemachine.ErrDuplicate}}},
-		{"settled after a resting phase", func(d *def) {
-			d.Settled[1].After = []string{"Dark"}
-			d.Rules = append(d.Rules, statemachine.Rule[string, string]{State: "On", Phase: "Lit", Begin: "Dimming"})
-		}, []named{{"On", "Lit", statemachine.ErrInvalid}}},
-		{"settled after, without a rule", func(d *def) { d.Settled[1].After = []string{"Brightening"} }, []named{{"On", "Lit", statemachine.ErrUncovered}}},
+		{"health on a transitional phase", func(d *def) {
+			d.Phases[1].Health, d.Phases[1].Repair = []statemachine.Require{statemachine.Is("lit")}, "Dimming"
+		}, []named{{phase: "Brightening", err: statemachine.ErrInvalid}}},
+		{"health without a repair", func(d *def) { d.Phases[2].Health = []statemachine.Require{statemachine.Is("lit")} },
+			[]named{{phase: "Lit", err: statemachine.ErrIncomplete}}},
+		{"repair that is not an operation", func(d *def) {
+			d.Phases[2].Health, d.Phases[2].Repair = []statemachine.Require{statemachine.Is("lit")}, "Dark"
+		}, []named{{phase: "Lit", err: statemachine.ErrInvalid}}},
+		{"request served from an operation", func(d *def) {
+			d.Requests = []statemachine.RequestRule[string]{{Name: "flash", Serve: []statemachine.Edge[string]{{From: "Brightening", To: "Dimming"}}}}
+		}, []named{{phase: "Brightening", err: statemachine.ErrInvalid}}},
+		{"request served nowhere", func(d *def) { d.Requests = []statemachine.RequestRule[string]{{Name: "flash"}} },
+			[]named{{err: statemachine.ErrIncomplete}}},
+		{"request refused without a reason", func(d *def) {
+			d.Requests = []statemachine.RequestRule[string]{{Name: "flash", Refuse: []string{"Dark"}}}
+		}, []named{{err: statemachine.ErrInvalid}}},
+		{"timer beginning a resting phase", func(d *def) {
+			d.Timers = []statemachine.Timer[string]{{Name: "dim", Phase: "Lit", After: time.Hour, Begin: "Dark"}}
+		}, []named{{phase: "Lit", err: statemachine.ErrInvalid}}},
+		{"timers named twice", func(d *def) {
+			t := statemachine.Timer[string]{Name: "dim", Phase: "Lit", After: time.Hour, Begin: "Dimming"}
+			d.Timers = []statemachine.Timer[string]{t, t}
+		}, []named{{err: statemachine.ErrDuplicate}}},
 		{"phase unreachable from the initial phase", func(d *def) {
 			d.Phases = append(d.Phases, statemachine.PhaseSpec[string]{Phase: "Attic"})
 			d.Settled = append(d.Settled, statemachine.Settle[string, string]{State: "On", Phase: "Attic"}, statemachine.Settle[string, string]{State: "Off", Phase: "Attic"})
@@ -271,12 +290,7 @@ func TestNewProperty(t *testing.T) {
 				case 1:
 					d.Unreachable = append(d.Unreachable, statemachine.Pair[string, string]{State: st, Phase: ps.Phase})
 				case 2, 3, 4:
-					d.Settled = append(d.Settled, statemachine.Settle[string, string]{State: st, Phase: ps.Phase,
-						After: rapid.SliceOfN(rapid.SampledFrom(phases), 0, 1).Draw(t, "after"), Final: rapid.Bool().Draw(t, "final")})
-					if len(d.Settled[len(d.Settled)-1].After) == 0 {
-						continue
-					}
-					fallthrough
+					d.Settled = append(d.Settled, statemachine.Settle[string, string]{State: st, Phase: ps.Phase, Final: rapid.Bool().Draw(t, "final")})
 				default:
 					if len(transitional) > 0 {
 						d.Rules = append(d.Rules, statemachine.Rule[string, string]{State: st, Phase: ps.Phase, Begin: pick("begin", transitional)})

@@ -11,11 +11,16 @@ type Kind int
 
 const (
 	// Nothing: the pair is settled; the intent is reached. Apply may still
-	// adopt the intent as the status's Target.
+	// adopt the intent as the status's Target, and record a request that is
+	// moot or refused here (Decision.Request). Decision.Until, when set, is
+	// the next timer due.
 	Nothing Kind = iota
-	// Begin: begin transitional phase Decision.Next. The controller generates an
-	// operation id and passes it in [Result.OperationID]; [Machine.Apply] records
-	// it, and the status must be persisted before any step runs.
+	// Begin: begin transitional phase Decision.Next, for the intent, or, in a
+	// settled pair, to repair drift (Decision.Drift), serve a request
+	// (Decision.Request) or because a timer is due (Decision.Timer). The
+	// controller generates an operation id and passes it in
+	// [Result.OperationID]; [Machine.Apply] records it, and the status must be
+	// persisted before any step runs.
 	Begin
 	// Run: run step Decision.Step of the in-flight operation, then fold its
 	// outcome with [Machine.Apply].
@@ -91,8 +96,20 @@ type Decision[S, P comparable] struct {
 	// Reason is the recorded failure reason (Hold), or why the operation
 	// expired (Expire).
 	Reason string
-	// Until is when the failed step may run again (Backoff).
+	// Until is when the failed step may run again (Backoff), or when the
+	// next timer of a settled pair is due (Nothing).
 	Until time.Time
+	// Drift lists the health requirements that stopped holding (Begin of a
+	// repair).
+	Drift []Require
+	// Request names the request being served (Begin), or recorded as moot
+	// or refused (Nothing), and Tokens its tokens.
+	Request string
+	Tokens  []string
+	// RequestRefused is the reason a request is refused (Nothing).
+	RequestRefused string
+	// Timer names the timer that is due (Begin).
+	Timer string
 	// Deadline is when the running operation expires (Run, Wait, Backoff);
 	// zero when its phase is unbounded. A controller that waits comes back
 	// no later than this.
@@ -257,17 +274,15 @@ func (m *Machine[S, P]) Decide(intent S, st Status[S, P], now time.Time) (Decisi
 	}
 	pair := Pair[S, P]{d.Intent, ps.Phase}
 	if set, ok := m.settled[pair]; ok {
-		var passed []P
-		if st.Target == d.Intent {
-			passed = st.Passed
+		d.Kind, d.Final = Nothing, set.Final
+		if !set.Final {
+			m.settledMoves(&d, pi, st, now)
 		}
-		if afterDone(set.After, func(p P) bool { return slices.Contains(passed, p) }) {
-			d.Kind, d.Final = Nothing, set.Final
-			return d, nil
-		}
+		return d, nil
 	}
 	if r, ok := m.rules[pair]; ok {
 		d.Kind, d.Next = Begin, r.Begin
+		m.ride(&d, st)
 		return d, nil
 	}
 	if m.unreach[pair] {
@@ -279,6 +294,120 @@ func (m *Machine[S, P]) Decide(intent S, st Status[S, P], now time.Time) (Decisi
 		d.Reason = st.Failure.Reason
 	}
 	return d, nil
+}
+
+// settledMoves decides, for an object settled in phase pi, whether drift
+// from the phase's health, a pending request or a due timer begins an
+// operation, in that order; otherwise d stays Nothing, with the next timer
+// due in d.Until.
+func (m *Machine[S, P]) settledMoves(d *Decision[S, P], pi int, st Status[S, P], now time.Time) {
+	ps := m.phases[pi]
+	for _, r := range ps.Health {
+		if c, ok := st.Condition(r.Condition); !ok || c.Status != r.Status {
+			d.Drift = append(d.Drift, r)
+		}
+	}
+	if len(d.Drift) > 0 {
+		d.Kind, d.Next = Begin, ps.Repair
+		return
+	}
+	for _, r := range m.def.Requests {
+		i := slices.IndexFunc(st.Requests, func(s RequestState) bool { return s.Name == r.Name })
+		if i < 0 {
+			continue
+		}
+		tokens := st.Requests[i].pending()
+		if len(tokens) == 0 {
+			continue
+		}
+		if r.Queue {
+			tokens = tokens[:1]
+		}
+		if j := slices.IndexFunc(r.Serve, func(e Edge[P]) bool { return e.From == ps.Phase }); j >= 0 {
+			d.Kind, d.Next, d.Request, d.Tokens = Begin, r.Serve[j].To, r.Name, tokens
+			return
+		}
+		switch {
+		case slices.Contains(r.Moot, ps.Phase):
+			d.Request, d.Tokens = r.Name, tokens
+			return
+		case slices.Contains(r.Refuse, ps.Phase):
+			d.Request, d.Tokens, d.RequestRefused = r.Name, tokens, r.Reason
+			return
+		}
+	}
+	for _, t := range m.def.Timers {
+		if t.Phase != ps.Phase {
+			continue
+		}
+		due := st.Since.Add(t.After)
+		if t.After == 0 || st.Since.IsZero() {
+			due = time.Time{}
+			if i := slices.IndexFunc(st.Timers, func(d TimerDue) bool { return d.Name == t.Name }); i >= 0 && !st.Timers[i].Fired {
+				due = st.Timers[i].At
+			}
+		}
+		switch {
+		case due.IsZero():
+		case !now.Before(due):
+			d.Kind, d.Next, d.Timer, d.Until = Begin, t.Begin, t.Name, time.Time{}
+			return
+		case d.Until.IsZero() || due.Before(d.Until):
+			d.Until = due
+		}
+	}
+}
+
+// ride lets the operation a rule begins serve the first pending request
+// whose Serve edge it takes: restarting a stopped gateway only starts it.
+func (m *Machine[S, P]) ride(d *Decision[S, P], st Status[S, P]) {
+	for _, r := range m.def.Requests {
+		if !slices.Contains(r.Serve, Edge[P]{From: d.Phase, To: d.Next}) {
+			continue
+		}
+		i := slices.IndexFunc(st.Requests, func(s RequestState) bool { return s.Name == r.Name })
+		if i < 0 {
+			continue
+		}
+		if tokens := st.Requests[i].pending(); len(tokens) > 0 {
+			if r.Queue {
+				tokens = tokens[:1]
+			}
+			d.Request, d.Tokens = r.Name, tokens
+			return
+		}
+	}
+}
+
+// trigger says what began the operation a Begin decision starts.
+func (d Decision[S, P]) trigger() string {
+	switch {
+	case len(d.Drift) > 0:
+		return "drift " + join(d.Drift, ", ")
+	case d.Request != "":
+		return "request " + d.Request
+	case d.Timer != "":
+		return "timer " + d.Timer
+	case d.Kind == Abort:
+		return fmt.Sprintf("abort for intent %v", d.Intent)
+	}
+	return fmt.Sprintf("intent %v", d.Intent)
+}
+
+// serve records tokens of request name as served (refused, with reason, when
+// reason is set).
+func (s *Status[S, P]) serve(name string, tokens []string, reason string) {
+	i := slices.IndexFunc(s.Requests, func(r RequestState) bool { return r.Name == name })
+	if i < 0 {
+		return // the spec withdrew the request meanwhile
+	}
+	r := &s.Requests[i]
+	for _, t := range tokens {
+		if slices.Contains(r.Tokens, t) && !slices.Contains(r.Served, t) {
+			r.Served = append(r.Served, t)
+		}
+	}
+	r.Refused = reason
 }
 
 // nextStep returns the first step not in done.
@@ -295,7 +424,8 @@ func nextStep(steps, done []string) (string, bool) {
 // persists in one write. It never modifies st. Every decision records the
 // refusal it reports (Status.Refused) or clears it.
 //
-//   - Nothing: adopts d.Intent as Target (clearing Passed when it changes).
+//   - Nothing: adopts d.Intent as Target; records d.Request's tokens as
+//     served when the request is moot or refused in the phase.
 //   - Begin: adopts d.Intent and moves to d.Next. Beginning the phase of the
 //     operation that failed last (a rule out of the Fault phase) resumes it:
 //     same id, checkpoint, failure count and retry time, a new deadline.
@@ -306,8 +436,8 @@ func nextStep(steps, done []string) (string, bool) {
 //     records the error and sets RetryAt to r.Now + r.RetryAfter; the attempt
 //     that reaches the phase's MaxAttempts moves to its FailTo phase with a
 //     [Failure]. FailedTerminal does the same at once.
-//   - Complete: moves to d.Next, appends the finished phase to Passed, clears
-//     the operation.
+//   - Complete: moves to d.Next and clears the operation; the tokens of the
+//     request it served count as served.
 //   - Abort: adopts d.Intent and moves to d.Next, beginning it as Begin does.
 //   - Expire: moves to d.Next with a [Failure] of cause [CauseDeadline].
 //   - Wait, Hold, Backoff: no change.
@@ -330,14 +460,24 @@ func (m *Machine[S, P]) Apply(st Status[S, P], d Decision[S, P], r Result) (Stat
 	}
 	switch d.Kind {
 	case Nothing:
-		out.adopt(d.Intent)
+		out.Target = d.Intent
+		if d.Request != "" {
+			out.serve(d.Request, d.Tokens, d.RequestRefused)
+		}
 	case Begin, Abort:
 		if d.Kind == Abort && (out.Operation == nil || out.Operation.ID != d.Operation.ID) {
 			return st, fmt.Errorf("%w: aborting another operation", ErrStaleDecision)
 		}
-		out.adopt(d.Intent)
+		out.Target = d.Intent
 		if err := m.enter(&out, st, d.Next, r); err != nil {
 			return st, err
+		}
+		if op := out.Operation; op != nil && op.ID == r.OperationID {
+			op.Trigger = d.trigger()
+			op.Request, op.Tokens = d.Request, slices.Clone(d.Tokens)
+		}
+		if i := slices.IndexFunc(out.Timers, func(t TimerDue) bool { return t.Name == d.Timer }); d.Timer != "" && i >= 0 {
+			out.Timers[i].Fired = true
 		}
 	case Run:
 		op := out.Operation
@@ -357,12 +497,16 @@ func (m *Machine[S, P]) Apply(st Status[S, P], d Decision[S, P], r Result) (Stat
 			op.Attempts++
 			op.LastError = errText(r.Err)
 			op.RetryAt = r.Now.Add(r.RetryAfter)
+			var err error
 			switch max := m.bounds[pi].MaxAttempts; {
 			case r.Outcome == FailedTerminal:
-				return m.fail(out, d.Step, CauseTerminal, op.LastError, r)
+				out, err = m.fail(out, d.Step, CauseTerminal, op.LastError, r)
 			case max > 0 && op.Attempts >= max:
-				return m.fail(out, d.Step, CauseAttempts,
+				out, err = m.fail(out, d.Step, CauseAttempts,
 					fmt.Sprintf("step %s failed %d times in a row (last: %s)", d.Step, op.Attempts, op.LastError), r)
+			}
+			if err != nil {
+				return st, err
 			}
 		default:
 			return st, fmt.Errorf("%w: step %q applied with outcome %v", ErrInvalid, d.Step, r.Outcome)
@@ -371,8 +515,8 @@ func (m *Machine[S, P]) Apply(st Status[S, P], d Decision[S, P], r Result) (Stat
 		if out.Operation == nil || out.Operation.ID != d.Operation.ID {
 			return st, fmt.Errorf("%w: completing another operation", ErrStaleDecision)
 		}
-		if !slices.Contains(out.Passed, st.Phase) {
-			out.Passed = append(out.Passed, st.Phase)
+		if op := out.Operation; op.Request != "" {
+			out.serve(op.Request, op.Tokens, "")
 		}
 		out.Phase = d.Next
 		out.Operation = nil
@@ -380,12 +524,21 @@ func (m *Machine[S, P]) Apply(st Status[S, P], d Decision[S, P], r Result) (Stat
 		if out.Operation == nil || out.Operation.ID != d.Operation.ID {
 			return st, fmt.Errorf("%w: expiring another operation", ErrStaleDecision)
 		}
-		return m.fail(out, d.Step, CauseDeadline, d.Reason, r)
+		out, err := m.fail(out, d.Step, CauseDeadline, d.Reason, r)
+		return out.entered(st, r.Now), err
 	case Wait, Hold, Backoff:
 	default:
 		return st, fmt.Errorf("%w: decision kind %v", ErrInvalid, d.Kind)
 	}
-	return out, nil
+	return out.entered(st, r.Now), nil
+}
+
+// entered stamps Since when s moved out of prev's phase.
+func (s Status[S, P]) entered(prev Status[S, P], now time.Time) Status[S, P] {
+	if s.Phase != prev.Phase {
+		s.Since = now
+	}
+	return s
 }
 
 // enter moves out, decided on st, into phase next, beginning (or resuming)
@@ -431,15 +584,6 @@ func (m *Machine[S, P]) fail(out Status[S, P], step string, cause Cause, reason 
 		out.Operation = &Operation[P]{ID: r.OperationID, Phase: out.Phase, From: from, Started: r.Now}
 	}
 	return out, nil
-}
-
-// adopt makes intent the status's Target, forgetting the phases passed for
-// the previous one.
-func (s *Status[S, P]) adopt(intent S) {
-	if s.Target != intent {
-		s.Target = intent
-		s.Passed = nil
-	}
 }
 
 func errText(err error) string {

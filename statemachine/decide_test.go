@@ -156,13 +156,17 @@ func TestApply(t *testing.T) {
 			status{Phase: "ERROR", Target: "ARCHIVED", Failure: &statemachine.Failure[string]{
 				Operation: statemachine.Operation[string]{ID: "o9", Phase: "ARCHIVING", From: "STANDBY", Done: []string{"archive"}, Attempts: 1, LastError: "data loss"},
 				Step:      "delete_volume", Cause: statemachine.CauseTerminal, Reason: "data loss"}}, nil},
-		{"begin records the operation id and adopts the intent", status{Phase: "ERROR", Target: "ARCHIVED", Passed: []string{"ARCHIVING"}, Failure: &statemachine.Failure[string]{Reason: "x"}},
+		{"begin records the operation id and adopts the intent", status{Phase: "ERROR", Target: "ARCHIVED", Failure: &statemachine.Failure[string]{Reason: "x"}},
 			statemachine.Decision[string, string]{Kind: statemachine.Begin, Intent: "DELETED", Phase: "ERROR", Next: "DELETING"}, statemachine.Result{OperationID: "o10"},
-			status{Phase: "DELETING", Target: "DELETED", Operation: op("o10", "DELETING", "ERROR")}, nil},
+			status{Phase: "DELETING", Target: "DELETED", Operation: func() *statemachine.Operation[string] {
+				o := op("o10", "DELETING", "ERROR")
+				o.Trigger = "intent DELETED"
+				return o
+			}()}, nil},
 		{"complete moves on and remembers the phase", status{Phase: "STOPPING", Target: "STANDBY", Operation: op("o4", "STOPPING", "RUNNING", "stop")},
 			statemachine.Decision[string, string]{Kind: statemachine.Complete, Intent: "STANDBY", Phase: "STOPPING", Next: "STANDBY", Operation: *op("o4", "STOPPING", "RUNNING", "stop")}, statemachine.Result{},
-			status{Phase: "STANDBY", Target: "STANDBY", Passed: []string{"STOPPING"}}, nil},
-		{"nothing adopts a new intent", status{Phase: "STANDBY", Target: "RUNNING", Passed: []string{"STOPPING"}},
+			status{Phase: "STANDBY", Target: "STANDBY"}, nil},
+		{"nothing adopts a new intent", status{Phase: "STANDBY", Target: "RUNNING"},
 			statemachine.Decision[string, string]{Kind: statemachine.Nothing, Intent: "STANDBY", Phase: "STANDBY"}, statemachine.Result{},
 			status{Phase: "STANDBY", Target: "STANDBY"}, nil},
 		{"wait changes nothing", archiving, statemachine.Decision[string, string]{Kind: statemachine.Wait, Phase: "ARCHIVING"}, statemachine.Result{}, archiving, nil},
@@ -245,7 +249,7 @@ func TestCheckpointResume(t *testing.T) {
 
 func TestStatusJSON(t *testing.T) {
 	st := statemachine.Status[State, Phase]{
-		Phase: Deleting, Target: Deleted, Passed: []Phase{Stopping},
+		Phase: Deleting, Target: Deleted,
 		Operation:  &statemachine.Operation[Phase]{ID: "op-3", Phase: Deleting, From: StoppedPhase, Done: []string{"delete_cron_triggers"}, Attempts: 2, LastError: "timeout"},
 		Conditions: []statemachine.Condition{{Name: "namespace_ready", Status: true, Reason: "Active", LastTransition: time0}},
 	}
@@ -253,7 +257,7 @@ func TestStatusJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const want = `{"phase":"Deleting","target":"Deleted","passed":["Stopping"],"operation":{"id":"op-3","phase":"Deleting","from":"Stopped","done":["delete_cron_triggers"],"attempts":2,"lastError":"timeout"},"conditions":[{"name":"namespace_ready","status":true,"reason":"Active","lastTransition":"2025-01-01T00:00:00Z"}]}`
+	const want = `{"phase":"Deleting","target":"Deleted","operation":{"id":"op-3","phase":"Deleting","from":"Stopped","done":["delete_cron_triggers"],"attempts":2,"lastError":"timeout"},"conditions":[{"name":"namespace_ready","status":true,"reason":"Active","lastTransition":"2025-01-01T00:00:00Z"}]}`
 	if string(b) != want {
 		t.Fatalf("json:\n%s\nwant:\n%s", b, want)
 	}

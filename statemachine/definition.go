@@ -69,6 +69,12 @@ type Definition[S, P comparable] struct {
 	// next step boundary. Without one, a changed intent waits for the
 	// operation to complete or to run out of its bounds.
 	Aborts []AbortRule[S, P]
+	// Requests declare the one-shot requests the machine serves (restart,
+	// renew, rotate credentials), beside the intent.
+	Requests []RequestRule[P]
+	// Timers declare the operations a settled object begins because time
+	// passed (renew a certificate before it expires).
+	Timers []Timer[P]
 	// Unreachable lists pairs that cannot occur; reaching one is reported as an
 	// error by [Machine.Decide].
 	Unreachable []Pair[S, P]
@@ -113,6 +119,62 @@ type PhaseSpec[P comparable] struct {
 	// deadline and no attempt cap (a step call is still bounded by its
 	// timeout). Only for operations that must never be given up.
 	Unbounded bool
+
+	// Health lists the conditions that must keep holding while an object
+	// rests settled in this resting phase (the Deployment of a Started
+	// gateway is available). A controller observes them again every
+	// HealthEvery; when one stops holding (drift), Repair begins.
+	Health []Require
+	// Repair is the transitional phase that repairs drift from Health.
+	Repair P
+	// HealthEvery is how often a controller observes Health again. Zero
+	// means [DefaultHealthEvery].
+	HealthEvery time.Duration
+}
+
+// DefaultHealthEvery is how often a controller observes a phase's Health
+// conditions when the phase does not say.
+const DefaultHealthEvery = time.Minute
+
+// RequestRule declares the one-shot request Name: a token the object's spec
+// carries (a restart requested at some time, a rotation asked for by id)
+// that the machine serves once, beside the intent. A request is served only
+// while the object rests settled in its intent; until then it waits. Its
+// token counts as served when the operation serving it completes, in the same
+// write, so a crash before that serves it again (operations are idempotent)
+// and a token is never lost or served twice.
+type RequestRule[P comparable] struct {
+	Name string
+	// Serve maps each resting phase that can serve the request to the
+	// transitional phase that does: begun for the request where the object
+	// rests settled, and serving it too where the intent's rule begins that
+	// same phase anyway (restarting a stopped gateway only starts it).
+	Serve []Edge[P]
+	// Moot lists resting phases where a pending request counts as served
+	// without any operation (restarting a gateway that is stopped only
+	// starts it, which its intent does anyway).
+	Moot []P
+	// Refuse lists resting phases where a pending request is refused: its
+	// tokens count as served and Reason is recorded with them. In any other
+	// phase the request waits.
+	Refuse []P
+	// Reason tells users why the request was refused.
+	Reason string
+	// Queue serves each token in turn. Otherwise tokens written back to back
+	// are coalesced: one operation serves every pending token.
+	Queue bool
+}
+
+// Timer declares that an object resting settled in Phase begins Begin once
+// the timer is due: After it entered the phase, or, when After is zero, at
+// a time a controller computes from the object and records in
+// Status.Timers (the certificate's expiry less 30 days). The due time comes
+// from status, so a timer survives restarts. Timers never change the intent.
+type Timer[P comparable] struct {
+	Name  string
+	Phase P
+	After time.Duration
+	Begin P
 }
 
 // Defaults of [Bounds].
@@ -196,11 +258,6 @@ type Pair[S, P comparable] struct {
 type Settle[S, P comparable] struct {
 	State S
 	Phase P
-	// After makes the pair settled only once each listed transitional phase has
-	// completed since the machine adopted State as its target. Until then the
-	// pair's rule applies, so a pair with After must also have a rule. This
-	// expresses "one stop-then-start cycle" for a Restarting intent.
-	After []P
 	// Final marks the end of an object's life: a controller may remove the
 	// document once this pair is settled.
 	Final bool

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/tendhq/tend/statemachine"
@@ -73,9 +74,8 @@ func gateway() statemachine.Definition[State, Phase] {
 		Settled: []statemachine.Settle[State, Phase]{
 			{State: Stopped, Phase: Created},
 			{State: Running, Phase: Started},
-			// Restarting settles in Started only once Starting has completed since
-			// the intent was adopted: from Started that takes Stopping first.
-			{State: Restarting, Phase: Started, After: []Phase{Starting}},
+			// Restarting is Running plus a restart request (see Requests).
+			{State: Restarting, Phase: Started},
 			{State: Stopped, Phase: StoppedPhase},
 			{State: Deleted, Phase: DeletedPhase, Final: true},
 		},
@@ -84,7 +84,6 @@ func gateway() statemachine.Definition[State, Phase] {
 			{State: Restarting, Phase: Created, Begin: Starting},
 			{State: Deleted, Phase: Created, Begin: Deleting},
 			{State: Stopped, Phase: Started, Begin: Stopping},
-			{State: Restarting, Phase: Started, Begin: Stopping},
 			{State: Deleted, Phase: Started, Begin: Deleting},
 			{State: Running, Phase: StoppedPhase, Begin: Starting},
 			{State: Restarting, Phase: StoppedPhase, Begin: Starting},
@@ -96,6 +95,11 @@ func gateway() statemachine.Definition[State, Phase] {
 			Phases: []Phase{Deleting, DeletedPhase},
 			Reason: "a gateway being deleted cannot be brought back",
 		}},
+		// A restart is one stop-then-start cycle ending in Started: from
+		// Started it begins Stopping; from Created or Stopped the start the
+		// intent begins anyway serves it.
+		Requests: []statemachine.RequestRule[Phase]{{Name: "restart",
+			Serve: []statemachine.Edge[Phase]{{From: Started, To: Stopping}, {From: Created, To: Starting}, {From: StoppedPhase, To: Starting}}}},
 		// Deletion and stopping do not wait for an operation that may never
 		// complete: they take over at its next step boundary.
 		Aborts: []statemachine.AbortRule[State, Phase]{
@@ -208,17 +212,17 @@ func ExampleMachine_Admit() {
 	// run delete_cloud_functions true
 }
 
-// Restarting is one stop-then-start cycle ending in Started, driven by the
-// status alone: the machine remembers which phases completed since it adopted
-// the intent.
-func ExampleSettle_after() {
+// A restart is a one-shot request: its token, carried by the spec and folded
+// into the status with Request, is served once — from Started by one
+// stop-then-start cycle — and recorded as served when Stopping completes.
+func ExampleRequestRule() {
 	m, err := statemachine.New(gateway())
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	st := statemachine.Status[State, Phase]{Phase: Started, Target: Running}
-	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	st = st.Request("restart", "r1") // the user asked for a restart
 	ids := 0
 	for range 20 {
 		st = st.Observe(now,
@@ -228,21 +232,21 @@ func ExampleSettle_after() {
 		var r statemachine.Result
 		switch d.Kind {
 		case statemachine.Nothing:
-			fmt.Println("settled in", st.Phase, "after", st.Passed)
+			fmt.Println("settled in", st.Phase, "served", st.Requests[0].Served)
 			return
 		case statemachine.Begin:
 			ids++
 			r.OperationID = fmt.Sprint(ids)
-			fmt.Println(st.Phase, "→", d.Next)
+			fmt.Println(strings.TrimSpace(fmt.Sprint(st.Phase, " → ", d.Next, " ", d.Request)))
 		case statemachine.Run:
 			r.Outcome = statemachine.Done
 		}
 		st, _ = m.Apply(st, d, r)
 	}
 	// Output:
-	// Started → Stopping
+	// Started → Stopping restart
 	// Stopped → Starting
-	// settled in Started after [Stopping Starting]
+	// settled in Started served [r1]
 }
 
 // The Mermaid export feeds the docs; a golden test keeps the gateway's current.

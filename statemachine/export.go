@@ -101,11 +101,7 @@ func (m *Machine[S, P]) describe(i int) []string {
 		if st.Phase != ps.Phase {
 			continue
 		}
-		line := fmt.Sprintf("settles %v", st.State)
-		if len(st.After) > 0 {
-			line += " after " + join(st.After, " and ")
-		}
-		lines = append(lines, line)
+		lines = append(lines, fmt.Sprintf("settles %v", st.State))
 	}
 	for n, step := range ps.Steps {
 		lines = append(lines, fmt.Sprintf("%d. %s", n+1, step))
@@ -141,6 +137,17 @@ func (m *Machine[S, P]) edgeLabel(e edge) string {
 			states[i] = m.states[si]
 		}
 		return "abort on " + join(states, ", ")
+	case driftEdge:
+		return "drift (" + join(m.phases[e.from].Health, ", ") + ")"
+	case requestEdge:
+		return "request " + e.name
+	case timerEdge:
+		for _, t := range m.def.Timers {
+			if t.Name == e.name && t.After > 0 {
+				return fmt.Sprintf("timer %s after %v", t.Name, t.After)
+			}
+		}
+		return "timer " + e.name
 	}
 	if bd := m.bounds[e.from]; bd.Deadline > 0 {
 		label := fmt.Sprintf("failure or deadline %v", bd.Deadline)

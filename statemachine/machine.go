@@ -1,6 +1,10 @@
 package statemachine
 
-import "slices"
+import (
+	"cmp"
+	"slices"
+	"time"
+)
 
 // Machine is a checked, immutable machine built by [New]. It is safe for
 // concurrent use: every method is a pure function of its arguments.
@@ -32,15 +36,18 @@ const (
 	ruleEdge edgeKind = iota
 	completionEdge
 	failureEdge // a terminal step failure, to the Fault phase
-	boundEdge   // past the deadline or out of attempts, to FailTo
 	abortEdge   // an abort, for the edge's states
+	driftEdge   // a drift repair
+	requestEdge // a request served, named by the edge's name
+	timerEdge   // a timer, named by the edge's name
 )
 
 // edge is one edge of the phase graph, by phase index.
 type edge struct {
 	from, to int
 	kind     edgeKind
-	states   []int // the states of a rule or abort edge
+	states   []int  // the states of a rule or abort edge
+	name     string // the request or timer of its edge
 }
 
 // Name returns the machine's name.
@@ -73,6 +80,8 @@ func (m *Machine[S, P]) Spec(p P) (PhaseSpec[P], bool) {
 	ps := m.phases[i]
 	ps.Steps = slices.Clone(ps.Steps)
 	ps.Completion = slices.Clone(ps.Completion)
+	ps.Health = slices.Clone(ps.Health)
+	ps.HealthEvery = m.healthEvery(i)
 	ps.Bounds = m.bounds[i]
 	if f := m.failTo[i]; f >= 0 {
 		ps.FailTo = m.phases[f].Phase
@@ -94,17 +103,49 @@ func (m *Machine[S, P]) Steps() []string {
 	return slices.Compact(out)
 }
 
-// Conditions returns the name of every condition a completion requires, sorted
-// and without repeats. A controller checks that each is observed.
+// Conditions returns the name of every condition a completion or a phase's
+// health requires, sorted and without repeats. A controller checks that each
+// is observed.
 func (m *Machine[S, P]) Conditions() []string {
 	var out []string
 	for _, ps := range m.phases {
-		for _, r := range ps.Completion {
+		for _, r := range slices.Concat(ps.Completion, ps.Health) {
 			out = append(out, r.Condition)
 		}
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// Requests returns the name of every request the machine serves, in
+// declaration order.
+func (m *Machine[S, P]) Requests() []string {
+	out := make([]string, len(m.def.Requests))
+	for i, r := range m.def.Requests {
+		out[i] = r.Name
+	}
+	return out
+}
+
+// ComputedTimers returns the name of every timer whose due time a
+// controller computes from the object (those without After), in
+// declaration order.
+func (m *Machine[S, P]) ComputedTimers() []string {
+	var out []string
+	for _, t := range m.def.Timers {
+		if t.After == 0 {
+			out = append(out, t.Name)
+		}
+	}
+	return out
+}
+
+// healthEvery returns how often phase i's health is observed again.
+func (m *Machine[S, P]) healthEvery(i int) time.Duration {
+	if len(m.phases[i].Health) == 0 {
+		return 0
+	}
+	return cmp.Or(m.phases[i].HealthEvery, DefaultHealthEvery)
 }
 
 // Edges returns every phase change the machine can make (rules, completions,
@@ -177,9 +218,6 @@ func cloneDefinition[S, P comparable](d Definition[S, P]) Definition[S, P] {
 		d.Phases[i].Completion = slices.Clone(d.Phases[i].Completion)
 	}
 	d.Settled = slices.Clone(d.Settled)
-	for i := range d.Settled {
-		d.Settled[i].After = slices.Clone(d.Settled[i].After)
-	}
 	d.Rules = slices.Clone(d.Rules)
 	d.Refusals = slices.Clone(d.Refusals)
 	for i := range d.Refusals {
@@ -187,6 +225,15 @@ func cloneDefinition[S, P comparable](d Definition[S, P]) Definition[S, P] {
 		d.Refusals[i].Phases = slices.Clone(d.Refusals[i].Phases)
 	}
 	d.Aborts = slices.Clone(d.Aborts)
+	d.Requests = slices.Clone(d.Requests)
+	for i := range d.Requests {
+		r := &d.Requests[i]
+		r.Serve, r.Moot, r.Refuse = slices.Clone(r.Serve), slices.Clone(r.Moot), slices.Clone(r.Refuse)
+	}
+	d.Timers = slices.Clone(d.Timers)
+	for i := range d.Phases {
+		d.Phases[i].Health = slices.Clone(d.Phases[i].Health)
+	}
 	d.Unreachable = slices.Clone(d.Unreachable)
 	d.Cycles = slices.Clone(d.Cycles)
 	return d

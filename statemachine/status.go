@@ -2,6 +2,7 @@ package statemachine
 
 import (
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -16,9 +17,8 @@ type Status[S, P comparable] struct {
 	// of operations serves. It differs from the user's intent only until the
 	// machine acts on a changed intent, or while a refused intent is ignored.
 	Target S `json:"target"`
-	// Passed lists the transitional phases completed since Target was adopted,
-	// in order, without repeats. [Settle.After] is checked against it.
-	Passed []P `json:"passed,omitempty"`
+	// Since is when the object entered Phase; timers count from it.
+	Since time.Time `json:"since,omitzero"`
 	// Operation is the operation in flight (nil when the phase is not
 	// transitional). There is at most one per object.
 	Operation *Operation[P] `json:"operation,omitempty"`
@@ -38,6 +38,41 @@ type Status[S, P comparable] struct {
 	// machine never reads them.
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	ObservedDeletion   bool  `json:"observedDeletion,omitempty"`
+	// Requests hold, per one-shot request, the tokens the spec carries and
+	// those served (see [Status.Request]).
+	Requests []RequestState `json:"requests,omitempty"`
+	// Timers hold the due times a controller computed from the object for
+	// the timers that have no After (see [Status.Due]).
+	Timers []TimerDue `json:"timers,omitempty"`
+}
+
+// RequestState is one request's tokens: as the spec carries them, oldest
+// first, and those of them already served.
+type RequestState struct {
+	Name   string   `json:"name"`
+	Tokens []string `json:"tokens,omitempty"`
+	Served []string `json:"served,omitempty"`
+	// Refused is the reason the last tokens served were refused, if they were.
+	Refused string `json:"refused,omitempty"`
+}
+
+// pending returns the request's tokens not served yet, in order.
+func (r RequestState) pending() []string {
+	var out []string
+	for _, t := range r.Tokens {
+		if !slices.Contains(r.Served, t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// TimerDue is when a timer computed from the object is due, and whether it
+// fired for that time: it fires once per due time.
+type TimerDue struct {
+	Name  string    `json:"name"`
+	At    time.Time `json:"at"`
+	Fired bool      `json:"fired,omitempty"`
 }
 
 // RefusedIntent is an intent the machine refuses in the current phase, and why.
@@ -71,6 +106,13 @@ type Operation[P comparable] struct {
 	// kept in status so that a restart, a failover or an unrelated event
 	// does not retry it early. Zero after progress.
 	RetryAt time.Time `json:"retryAt,omitzero"`
+	// Trigger says what began the operation: "intent Running", "request
+	// restart", "timer renew", "drift instance_available", "abort", …
+	Trigger string `json:"trigger,omitempty"`
+	// Request is the request the operation serves, with the tokens it
+	// serves; they count as served when it completes.
+	Request string   `json:"request,omitempty"`
+	Tokens  []string `json:"tokens,omitempty"`
 }
 
 // Failure records why an operation was given up, for an operator.
@@ -174,7 +216,7 @@ func (s Status[S, P]) Observe(now time.Time, obs ...Observation) Status[S, P] {
 // skip a store write when a decision changed nothing.
 func (s Status[S, P]) Equal(o Status[S, P]) bool {
 	return s.Phase == o.Phase && s.Target == o.Target &&
-		slices.Equal(s.Passed, o.Passed) &&
+		s.Since.Equal(o.Since) &&
 		equalPtr(s.Operation, o.Operation, Operation[P].equal) &&
 		slices.EqualFunc(s.Conditions, o.Conditions, func(a, b Condition) bool {
 			return a.Name == b.Name && a.Status == b.Status && a.Reason == b.Reason && a.LastTransition.Equal(b.LastTransition)
@@ -184,13 +226,17 @@ func (s Status[S, P]) Equal(o Status[S, P]) bool {
 				a.Operation.equal(b.Operation)
 		}) &&
 		equalPtr(s.Refused, o.Refused, func(a, b RefusedIntent[S]) bool { return a == b }) &&
-		s.ObservedGeneration == o.ObservedGeneration && s.ObservedDeletion == o.ObservedDeletion
+		s.ObservedGeneration == o.ObservedGeneration && s.ObservedDeletion == o.ObservedDeletion &&
+		slices.EqualFunc(s.Requests, o.Requests, func(a, b RequestState) bool {
+			return a.Name == b.Name && a.Refused == b.Refused && slices.Equal(a.Tokens, b.Tokens) && slices.Equal(a.Served, b.Served)
+		}) &&
+		slices.EqualFunc(s.Timers, o.Timers, func(a, b TimerDue) bool { return a.Name == b.Name && a.At.Equal(b.At) && a.Fired == b.Fired })
 }
 
 func (o Operation[P]) equal(x Operation[P]) bool {
 	return o.ID == x.ID && o.Phase == x.Phase && o.From == x.From && slices.Equal(o.Done, x.Done) &&
 		o.Attempts == x.Attempts && o.LastError == x.LastError && o.Started.Equal(x.Started) &&
-		o.RetryAt.Equal(x.RetryAt)
+		o.RetryAt.Equal(x.RetryAt) && o.Trigger == x.Trigger && o.Request == x.Request && slices.Equal(o.Tokens, x.Tokens)
 }
 
 func equalPtr[T any](a, b *T, eq func(T, T) bool) bool {
@@ -203,7 +249,12 @@ func equalPtr[T any](a, b *T, eq func(T, T) bool) bool {
 // clone returns a deep copy of s, so folds never share slices with their input.
 func (s Status[S, P]) clone() Status[S, P] {
 	out := s
-	out.Passed = slices.Clone(s.Passed)
+	out.Requests = slices.Clone(s.Requests)
+	for i := range out.Requests {
+		out.Requests[i].Tokens = slices.Clone(out.Requests[i].Tokens)
+		out.Requests[i].Served = slices.Clone(out.Requests[i].Served)
+	}
+	out.Timers = slices.Clone(s.Timers)
 	out.Conditions = slices.Clone(s.Conditions)
 	if s.Operation != nil {
 		op := s.Operation.clone()
@@ -223,5 +274,52 @@ func (s Status[S, P]) clone() Status[S, P] {
 
 func (o Operation[P]) clone() Operation[P] {
 	o.Done = slices.Clone(o.Done)
+	o.Tokens = slices.Clone(o.Tokens)
 	return o
+}
+
+// Request returns a copy of s with the tokens the spec carries for request
+// name, oldest first. Served tokens the spec no longer carries are
+// forgotten, so the record stays as small as the spec; a token must
+// therefore never be reused. A controller calls it before each decision.
+func (s Status[S, P]) Request(name string, tokens ...string) Status[S, P] {
+	i := slices.IndexFunc(s.Requests, func(r RequestState) bool { return r.Name == name })
+	if i < 0 && len(tokens) == 0 {
+		return s
+	}
+	out := s.clone()
+	if i < 0 {
+		out.Requests = append(out.Requests, RequestState{Name: name})
+		slices.SortFunc(out.Requests, func(a, b RequestState) int { return strings.Compare(a.Name, b.Name) })
+		i = slices.IndexFunc(out.Requests, func(r RequestState) bool { return r.Name == name })
+	}
+	r := &out.Requests[i]
+	r.Tokens = slices.Clone(tokens)
+	r.Served = slices.DeleteFunc(r.Served, func(t string) bool { return !slices.Contains(tokens, t) })
+	if len(r.Tokens) == 0 {
+		out.Requests = slices.Delete(out.Requests, i, i+1)
+	}
+	return out
+}
+
+// Due returns a copy of s with timer name due at at (zero: not due at all).
+// A controller calls it before each decision for the timers whose due time
+// it computes from the object. A timer fires once per due time: a new time
+// arms it again.
+func (s Status[S, P]) Due(name string, at time.Time) Status[S, P] {
+	i := slices.IndexFunc(s.Timers, func(t TimerDue) bool { return t.Name == name })
+	if i >= 0 && s.Timers[i].At.Equal(at) || i < 0 && at.IsZero() {
+		return s
+	}
+	out := s.clone()
+	switch {
+	case at.IsZero():
+		out.Timers = slices.Delete(out.Timers, i, i+1)
+	case i >= 0:
+		out.Timers[i] = TimerDue{Name: name, At: at}
+	default:
+		out.Timers = append(out.Timers, TimerDue{Name: name, At: at})
+		slices.SortFunc(out.Timers, func(a, b TimerDue) int { return strings.Compare(a.Name, b.Name) })
+	}
+	return out
 }

@@ -482,3 +482,70 @@ func databaseOf(id string) infra.Database {
 	name := "gateway_" + strings.ReplaceAll(id, "-", "_")
 	return infra.Database{Name: name, User: name + "_user"}
 }
+
+// TestKubeDrift deletes a Started gateway's Deployment through the API
+// server, behind the controller's back: the gateway's health check notices
+// and its Starting operation makes the Deployment again, available.
+func TestKubeDrift(t *testing.T) {
+	needEnv(t, "TEND_KUBE_AUDIT_LOG", "kube") // the cluster with its controllers: pods become ready
+	k, client := newKube(t)
+	sim, err := infra.NewSim(infra.SimConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := memory.New(memory.Config{Kinds: platform.Kinds()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := platform.New(platform.Config{Store: st, Cluster: k, Databases: sim, Poll: 100 * time.Millisecond,
+		HealthEvery: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("run: %v", err)
+		}
+	}()
+	id := uniqueNamespace("gw")
+	gws := p.Collections().Gateways
+	started := func() (bool, error) {
+		gw, err := gws.Get(ctx, id)
+		return err == nil && gw.Status.Phase == platform.GatewayStarted && gw.Status.Operation == nil, err
+	}
+	if _, err := p.CreateGateway(ctx, id, platform.GatewaySpec{State: platform.Running, Image: "example.com/runtime:1"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "Started", started)
+	ref := kube.Ref{APIVersion: "apps/v1", Kind: "Deployment", Namespace: id, Name: id}
+	before, err := client.Get(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Delete(ctx, ref, kube.DeleteOptions{}); err != nil {
+		t.Fatalf("deleting the Deployment behind the controller's back: %v", err)
+	}
+	waitFor(t, "the Deployment made again, available, and the gateway Started", func() (bool, error) {
+		after, err := client.Get(ctx, ref)
+		if err != nil || after.GetUID() == before.GetUID() {
+			return false, nil
+		}
+		obs, err := k.Get(ctx, infra.Ref{Kind: infra.Deployment, Namespace: id, Name: id})
+		if err != nil || !obs.Ready {
+			return false, nil
+		}
+		return started()
+	})
+	if _, err := p.SetGatewayState(ctx, id, platform.Deleted); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "removal", func() (bool, error) {
+		_, err := gws.Get(ctx, id)
+		return errors.Is(err, store.ErrNotFound), err
+	})
+}

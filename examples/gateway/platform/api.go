@@ -2,6 +2,7 @@ package platform
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 
@@ -28,11 +29,23 @@ func (p *Platform) CreateGateway(ctx context.Context, id string, spec GatewaySpe
 }
 
 // SetGatewayState writes a new intent for the gateway, conditional on the
-// phase it read: an intent the gateway can no longer reach (Running while it
-// is Deleting) is refused with an error that names the phase and matches
-// statemachine.ErrIntentRefused.
+// phase it read: an intent the gateway refuses in its phase (Running while
+// it is Deleting) is refused with an error that names the phase and the
+// reason and matches statemachine.ErrIntentRefused. Each write of
+// Restarting asks for one more restart (a new token in Spec.Restart), even
+// when the gateway is Restarting already; the gateway then runs one
+// stop-then-start cycle per token, or only starts if it was not running.
 func (p *Platform) SetGatewayState(ctx context.Context, id string, state GatewayState) (*Gateway, error) {
-	return p.gateways.UpdateSpec(ctx, id, func(s *GatewaySpec) { s.State = state })
+	token := ""
+	if state == Restarting {
+		token = rand.Text()
+	}
+	return p.gateways.UpdateSpec(ctx, id, func(s *GatewaySpec) {
+		s.State = state
+		if token != "" {
+			s.Restart = token
+		}
+	})
 }
 
 // AddCloudFunction stores a cloud function of the gateway.

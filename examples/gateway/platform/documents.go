@@ -3,6 +3,7 @@ package platform
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	sm "github.com/tendhq/tend/statemachine"
 	"github.com/tendhq/tend/store"
@@ -40,7 +41,12 @@ const LabelGateway = "gateway"
 // GatewaySpec is an ApiGateway's intent, written by its user.
 type GatewaySpec struct {
 	// State is what the user wants: Running, Stopped, Restarting or Deleted.
+	// Restarting is Running plus a restart request (see Restart).
 	State GatewayState `json:"state"`
+	// Restart is the token of the last restart asked for, set by
+	// [Platform.SetGatewayState] each time State Restarting is written, so
+	// that each such write is served exactly once.
+	Restart string `json:"restart,omitempty"`
 	// Image is the runtime image the gateway's Deployment runs.
 	Image string `json:"image,omitempty"`
 	// CustomDomain, when set, is served with its own certificate besides the
@@ -71,6 +77,9 @@ type DomainSpec struct {
 // DomainStatus is a RuntimeDomain's progress.
 type DomainStatus struct {
 	sm.Status[DomainState, DomainPhase]
+	// CertificateExpires is when the custom domain's certificate, issued or
+	// renewed last, expires; the renewal timer is due RenewBefore that.
+	CertificateExpires time.Time `json:"certificateExpires,omitzero"`
 }
 
 // Domain is a decoded RuntimeDomain document.

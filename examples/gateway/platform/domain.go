@@ -2,6 +2,7 @@ package platform
 
 import (
 	"context"
+	"time"
 
 	"github.com/tendhq/tend/controller"
 	"github.com/tendhq/tend/examples/gateway/infra"
@@ -27,14 +28,15 @@ func (p *Platform) domainSteps() map[string]domainStep {
 	return map[string]domainStep{
 		StepCreateTLS: func(ctx context.Context, d *Domain, _ string) (sm.Outcome, error) {
 			var rs []infra.Resource
-			if d.Spec.CustomDomain != "" {
-				rs = append(rs, resource(d.Spec.Gateway, certificateRef(d.Spec.Gateway), map[string]string{"host": d.Spec.CustomDomain}))
-			}
 			for _, ref := range tlsRefs(d.Spec.Gateway, d.Spec.CustomDomain != "") {
 				rs = append(rs, resource(d.Spec.Gateway, ref, nil))
 			}
-			return outcome(applyAll(ctx, p.cluster, rs...))
+			if out, err := outcome(applyAll(ctx, p.cluster, rs...)); out != sm.Done {
+				return out, err
+			}
+			return p.issueCertificate(ctx, d, "")
 		},
+		StepRenewCertificate: p.issueCertificate,
 		StepCreatePluginConfig: func(ctx context.Context, d *Domain, _ string) (sm.Outcome, error) {
 			return outcome(applyAll(ctx, p.cluster, resource(d.Spec.Gateway, pluginConfigRef(d.Spec.Gateway),
 				map[string]string{"plugins": "cors,key-auth"})))
@@ -59,6 +61,31 @@ func (p *Platform) domainSteps() map[string]domainStep {
 			return outcome(deleteAll(ctx, p.cluster, append(tlsRefs(d.Spec.Gateway, true), certificateRef(d.Spec.Gateway))...))
 		},
 	}
+}
+
+// issueCertificate issues (or renews) the custom domain's certificate, if
+// the domain has one, and records when it expires: the renewal timer is due
+// RenewBefore that.
+func (p *Platform) issueCertificate(ctx context.Context, d *Domain, _ string) (sm.Outcome, error) {
+	if d.Spec.CustomDomain == "" {
+		return sm.Done, nil
+	}
+	now := time.Now()
+	out, err := outcome(applyAll(ctx, p.cluster, resource(d.Spec.Gateway, certificateRef(d.Spec.Gateway),
+		map[string]string{"host": d.Spec.CustomDomain, "issued": now.UTC().Format(time.RFC3339)})))
+	if out == sm.Done {
+		d.Status.CertificateExpires = now.Add(p.certLifetime)
+	}
+	return out, err
+}
+
+// renewCertificateAt is when the renewal timer of d is due: RenewBefore its
+// certificate expires; never for a domain without a custom domain.
+func (p *Platform) renewCertificateAt(d *Domain) time.Time {
+	if d.Spec.CustomDomain == "" || d.Status.CertificateExpires.IsZero() {
+		return time.Time{}
+	}
+	return d.Status.CertificateExpires.Add(-p.renewBefore)
 }
 
 // domainObservers maps every condition of the runtime domain machine to its

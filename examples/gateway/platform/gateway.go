@@ -13,6 +13,15 @@ import (
 // Intent returns the gateway's State, for the controller's driver.
 func (s GatewaySpec) Intent() GatewayState { return s.State }
 
+// Requests returns the restart asked for, for the controller's driver: the
+// token written with State Restarting.
+func (s GatewaySpec) Requests() map[string][]string {
+	if s.State != Restarting || s.Restart == "" {
+		return nil
+	}
+	return map[string][]string{RequestRestart: {s.Restart}}
+}
+
 // MachineStatus returns the machine's part of the status, for the
 // controller's driver.
 func (s *GatewayStatus) MachineStatus() *sm.Status[GatewayState, GatewayPhase] { return &s.Status }

@@ -53,6 +53,9 @@ const (
 	DomainCreated  DomainPhase = "Created"
 	DomainDeleting DomainPhase = "Deleting"
 	DomainDeleted  DomainPhase = "Deleted"
+	// DomainRenewing renews the custom domain's certificate, when its
+	// renewal timer is due.
+	DomainRenewing DomainPhase = "Renewing"
 	// DomainFailed is the runtime domain's Fault phase.
 	DomainFailed DomainPhase = "Failed"
 )
@@ -95,6 +98,14 @@ const (
 	StepDeleteRoutes       = "delete_routes"
 	StepDeletePluginConfig = "delete_plugin_config"
 	StepDeleteTLS          = "delete_tls"
+	StepRenewCertificate   = "renew_certificate"
+)
+
+// RequestRestart is the gateway's one-shot restart request; TimerRenewCertificate
+// is the runtime domain's certificate renewal.
+const (
+	RequestRestart        = "restart"
+	TimerRenewCertificate = "renew_certificate"
 )
 
 // The conditions the machines' completions are judged from, observed by the
@@ -123,6 +134,12 @@ const (
 // never completes — a Deployment that never becomes available — ends in
 // Failed with the reason. Deletion and stopping do not wait for an operation
 // that may never complete: they abort it at its next step boundary.
+//
+// Restarting is Running plus a restart request: each write of Restarting
+// carries a new token, served once — from Started by one stop-then-start
+// cycle, from Created or Stopped by the start the intent begins anyway. A
+// Started gateway whose Deployment or Service is no longer available (deleted
+// behind the controller's back) drifts, and Starting repairs it.
 func GatewayDefinition() sm.Definition[GatewayState, GatewayPhase] {
 	return sm.Definition[GatewayState, GatewayPhase]{
 		Name:    KindApiGateway,
@@ -137,7 +154,7 @@ func GatewayDefinition() sm.Definition[GatewayState, GatewayPhase] {
 			{Phase: GatewayStarting, Kind: sm.Transitional, Then: GatewayStarted,
 				Steps:      []string{StepCreateInstance, StepActivateRuntimeDomain},
 				Completion: []sm.Require{sm.Is(CondInstanceAvailable), sm.Is(CondRoutesReady)}},
-			{Phase: GatewayStarted},
+			{Phase: GatewayStarted, Health: []sm.Require{sm.Is(CondInstanceAvailable)}, Repair: GatewayStarting},
 			{Phase: GatewayStopping, Kind: sm.Transitional, Then: GatewayStopped,
 				Steps:      []string{StepDeactivateRuntimeDomain, StepDeleteInstance},
 				Completion: []sm.Require{sm.Not(CondRoutesReady), sm.Not(CondInstancePresent)}},
@@ -151,10 +168,8 @@ func GatewayDefinition() sm.Definition[GatewayState, GatewayPhase] {
 		},
 		Settled: []sm.Settle[GatewayState, GatewayPhase]{
 			{State: Running, Phase: GatewayStarted},
-			// Restarting settles in Started only once Starting has completed
-			// since the intent was adopted: from Started that takes Stopping
-			// first. The intent then stays Restarting; see the package docs.
-			{State: Restarting, Phase: GatewayStarted, After: []GatewayPhase{GatewayStarting}},
+			// Restarting is Running plus a restart request, served by Requests.
+			{State: Restarting, Phase: GatewayStarted},
 			{State: Stopped, Phase: GatewayStopped},
 			{State: Deleted, Phase: GatewayDeleted, Final: true},
 		},
@@ -166,7 +181,6 @@ func GatewayDefinition() sm.Definition[GatewayState, GatewayPhase] {
 			{State: Stopped, Phase: GatewayCreated, Begin: GatewayStopping},
 			{State: Deleted, Phase: GatewayCreated, Begin: GatewayDeleting},
 			{State: Stopped, Phase: GatewayStarted, Begin: GatewayStopping},
-			{State: Restarting, Phase: GatewayStarted, Begin: GatewayStopping},
 			{State: Deleted, Phase: GatewayStarted, Begin: GatewayDeleting},
 			{State: Running, Phase: GatewayStopped, Begin: GatewayStarting},
 			{State: Restarting, Phase: GatewayStopped, Begin: GatewayStarting},
@@ -180,6 +194,14 @@ func GatewayDefinition() sm.Definition[GatewayState, GatewayPhase] {
 			Phases: []GatewayPhase{GatewayDeleting, GatewayDeleted},
 			Reason: "a gateway being deleted cannot be brought back",
 		}},
+		Requests: []sm.RequestRule[GatewayPhase]{{
+			Name: RequestRestart,
+			Serve: []sm.Edge[GatewayPhase]{
+				{From: GatewayStarted, To: GatewayStopping},
+				{From: GatewayCreated, To: GatewayStarting},
+				{From: GatewayStopped, To: GatewayStarting},
+			},
+		}},
 		Aborts: []sm.AbortRule[GatewayState, GatewayPhase]{
 			{State: Deleted, Phase: GatewayCreating, To: GatewayDeleting},
 			{State: Deleted, Phase: GatewayStarting, To: GatewayDeleting},
@@ -191,7 +213,8 @@ func GatewayDefinition() sm.Definition[GatewayState, GatewayPhase] {
 
 // DomainDefinition declares the RuntimeDomain machine: its routes, plugin
 // config, TLS secrets and certificate are created while it is Active and
-// removed when it becomes Inactive or Deleted. Deleting is a point of no
+// removed when it becomes Inactive or Deleted. A custom domain's certificate
+// is renewed by a timer, due a while before it expires. Deleting is a point of no
 // return except for the one sanctioned cycle Deleted → Creating, taken when its
 // gateway starts again.
 func DomainDefinition() sm.Definition[DomainState, DomainPhase] {
@@ -204,6 +227,9 @@ func DomainDefinition() sm.Definition[DomainState, DomainPhase] {
 				Steps:      []string{StepCreateTLS, StepCreatePluginConfig, StepCreateRoutes},
 				Completion: []sm.Require{sm.Is(CondResourcesReady)}},
 			{Phase: DomainCreated},
+			{Phase: DomainRenewing, Kind: sm.Transitional, Then: DomainCreated,
+				Steps:      []string{StepRenewCertificate},
+				Completion: []sm.Require{sm.Is(CondResourcesReady)}},
 			{Phase: DomainDeleting, Kind: sm.Transitional, NoReturn: true, Then: DomainDeleted,
 				Steps:      []string{StepDeleteRoutes, StepDeletePluginConfig, StepDeleteTLS},
 				Completion: []sm.Require{sm.Not(CondResourcesPresent)}},
@@ -226,7 +252,10 @@ func DomainDefinition() sm.Definition[DomainState, DomainPhase] {
 		Aborts: []sm.AbortRule[DomainState, DomainPhase]{
 			{State: Inactive, Phase: DomainCreating, To: DomainDeleting},
 			{State: DomainRemoved, Phase: DomainCreating, To: DomainDeleting},
+			{State: Inactive, Phase: DomainRenewing, To: DomainDeleting},
+			{State: DomainRemoved, Phase: DomainRenewing, To: DomainDeleting},
 		},
+		Timers: []sm.Timer[DomainPhase]{{Name: TimerRenewCertificate, Phase: DomainCreated, Begin: DomainRenewing}},
 		Cycles: []sm.Edge[DomainPhase]{{From: DomainDeleted, To: DomainCreating}},
 	}
 }

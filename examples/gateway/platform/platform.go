@@ -39,6 +39,15 @@ type Config struct {
 	// MaxBackoff caps the delay before a failed step is retried (the delay
 	// doubles from 5ms with each consecutive failure). Zero means 2s.
 	MaxBackoff time.Duration
+	// CertificateLifetime is how long a custom domain's certificate is valid
+	// once issued. Zero means 90 days.
+	CertificateLifetime time.Duration
+	// RenewBefore is how long before its certificate expires a runtime
+	// domain renews it. Zero means 30 days.
+	RenewBefore time.Duration
+	// HealthEvery is how often the Deployment and Service of a Started
+	// gateway are checked for drift. Zero means the machine's (a minute).
+	HealthEvery time.Duration
 	// Manager configures how replicas of the platform share the work: Mode,
 	// Identity, lease timings. Its Controllers are the platform's; a nil
 	// Leaser means Store. The zero value runs every controller in this
@@ -64,14 +73,16 @@ const (
 // drivers that run their steps, the controllers and the API a user calls.
 // Create it with [New].
 type Platform struct {
-	docs     *Collections
-	cluster  infra.Cluster
-	dbs      infra.Databases
-	gateways *controller.Driver[GatewaySpec, GatewayStatus]
-	domains  *controller.Driver[DomainSpec, DomainStatus]
-	manager  *controller.Manager
-	runs     atomic.Int64 // step runs
-	failed   atomic.Int64 // step runs that failed
+	docs    *Collections
+	cluster infra.Cluster
+	dbs     infra.Databases
+	// certLifetime and renewBefore time the custom domains' certificates.
+	certLifetime, renewBefore time.Duration
+	gateways                  *controller.Driver[GatewaySpec, GatewayStatus]
+	domains                   *controller.Driver[DomainSpec, DomainStatus]
+	manager                   *controller.Manager
+	runs                      atomic.Int64 // step runs
+	failed                    atomic.Int64 // step runs that failed
 	// observe, when set (by tests, before Run), is called before and after
 	// every step run with the document's kind and key.
 	observe func(ev stepEvent)
@@ -133,6 +144,14 @@ func New(cfg Config) (*Platform, error) {
 		return nil, fmt.Errorf("%w: Poll %v is negative", ErrInvalidConfig, cfg.Poll)
 	case cfg.MaxBackoff < 0:
 		return nil, fmt.Errorf("%w: MaxBackoff %v is negative", ErrInvalidConfig, cfg.MaxBackoff)
+	case cfg.CertificateLifetime < 0 || cfg.RenewBefore < 0 || cfg.HealthEvery < 0:
+		return nil, fmt.Errorf("%w: negative CertificateLifetime, RenewBefore or HealthEvery", ErrInvalidConfig)
+	}
+	// One schedule for everything that retries: failed steps (kept in the
+	// documents' status) and failed reconciles.
+	backoff, err := workqueue.NewExponentialLimiter[string](workqueue.ExponentialConfig{Max: cmp.Or(cfg.MaxBackoff, 2*time.Second)})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	workers := cmp.Or(cfg.Workers, 4)
 	poll := cmp.Or(cfg.Poll, 50*time.Millisecond)
@@ -140,7 +159,13 @@ func New(cfg Config) (*Platform, error) {
 	if err != nil {
 		return nil, err
 	}
-	gm, err := GatewayMachine()
+	gdef := GatewayDefinition()
+	for i := range gdef.Phases {
+		if len(gdef.Phases[i].Health) > 0 && cfg.HealthEvery > 0 {
+			gdef.Phases[i].HealthEvery = cfg.HealthEvery
+		}
+	}
+	gm, err := sm.New(gdef)
 	if err != nil {
 		return nil, fmt.Errorf("platform: %w", err)
 	}
@@ -148,16 +173,18 @@ func New(cfg Config) (*Platform, error) {
 	if err != nil {
 		return nil, fmt.Errorf("platform: %w", err)
 	}
-	p := &Platform{docs: docs, cluster: cfg.Cluster, dbs: cfg.Databases}
+	p := &Platform{docs: docs, cluster: cfg.Cluster, dbs: cfg.Databases,
+		certLifetime: cmp.Or(cfg.CertificateLifetime, 90*24*time.Hour), renewBefore: cmp.Or(cfg.RenewBefore, 30*24*time.Hour)}
 	if p.domains, err = controller.NewDriver(docs.Domains, dm, controller.DriverConfig[DomainSpec, DomainStatus]{
 		Steps: counted(p, p.domainSteps()), Observers: p.domainObservers(), NewOperationID: cfg.NewOperationID,
-		WaitInterval: poll, ProgressInterval: poll, MetricsRegisterer: cfg.MetricsRegisterer,
+		WaitInterval: poll, ProgressInterval: poll, Backoff: backoff, MetricsRegisterer: cfg.MetricsRegisterer,
+		Timers: map[string]func(*Domain) time.Time{TimerRenewCertificate: p.renewCertificateAt},
 	}); err != nil {
 		return nil, fmt.Errorf("platform: %w", err)
 	}
 	if p.gateways, err = controller.NewDriver(docs.Gateways, gm, controller.DriverConfig[GatewaySpec, GatewayStatus]{
 		Steps: counted(p, p.gatewaySteps()), Observers: p.gatewayObservers(), NewOperationID: cfg.NewOperationID,
-		WaitInterval: poll, ProgressInterval: poll, MetricsRegisterer: cfg.MetricsRegisterer,
+		WaitInterval: poll, ProgressInterval: poll, Backoff: backoff, MetricsRegisterer: cfg.MetricsRegisterer,
 	}); err != nil {
 		return nil, fmt.Errorf("platform: %w", err)
 	}

@@ -529,3 +529,26 @@ func TestContract8ErrorsClassified(t *testing.T) {
 		t.Fatalf("deleted ERROR workspace still stored: %v", err)
 	}
 }
+
+// TestKilledContainerIsRestarted: a RUNNING workspace whose container dies
+// behind the controller's back drifts from its health (container_ready), and
+// STARTING makes the container again; the intent is never touched.
+func TestKilledContainerIsRestarted(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	e.drive("w1", dataplane.StateRunning, dataplane.Running)
+	if err := e.procs.Kill("w1"); err != nil {
+		t.Fatal(err)
+	}
+	starts := e.instances.count("Start")
+	if err := e.reconcile("w1", 20); err != nil {
+		t.Fatal(err)
+	}
+	ws := e.get("w1")
+	if ok, _ := e.procs.IsRunning(ctx, "w1"); !ok || ws.Status.Phase != dataplane.Running || ws.Spec.State != dataplane.StateRunning {
+		t.Fatalf("after the kill: running %v, phase %s, intent %s", ok, ws.Status.Phase, ws.Spec.State)
+	}
+	if n := e.instances.count("Start") - starts; n != 1 {
+		t.Errorf("start ran %d times to repair the drift, want 1", n)
+	}
+}

@@ -149,8 +149,19 @@ func (h *hookedStorage) hook(method, id string, call func() error) error {
 func (h *hookedStorage) count(method string) int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	return countCalls(h.calls, method)
+}
+
+func (h *hookedInstances) count(method string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return countCalls(h.calls, method)
+}
+
+// countCalls returns how many of calls are to method.
+func countCalls(calls []string, method string) int {
 	n := 0
-	for _, c := range h.calls {
+	for _, c := range calls {
 		if c == method {
 			n++
 		}

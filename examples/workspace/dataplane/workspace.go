@@ -143,7 +143,9 @@ func Definition() statemachine.Definition[State, Phase] {
 			{Phase: Starting, Kind: T, Then: Running,
 				Steps:      []string{StepStart},
 				Completion: []statemachine.Require{is(CondContainerReady)}},
-			{Phase: Running},
+			// A container that dies behind the controller's back (killed,
+			// its node gone) is drift: Starting makes it again.
+			{Phase: Running, Health: []statemachine.Require{is(CondContainerReady)}, Repair: Starting},
 			{Phase: Stopping, Kind: T, Then: Standby,
 				Steps:      []string{StepStop},
 				Completion: []statemachine.Require{not(CondContainerReady), is(CondVolumeReady)}},
