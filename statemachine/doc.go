@@ -65,15 +65,19 @@
 // return, run again). A failed step's retry time is kept in status
 // (Operation.RetryAt), so the backoff survives restarts.
 //
-// # Restarting without a second writer
+// # Beyond a single State
 //
-// A Restarting intent means one stop-then-start cycle ending in Started. The
-// status remembers which operations completed since the machine adopted its
-// current intent (Status.Passed), so the gateway declares (Restarting, Started)
-// settled only After Starting, with a rule (Restarting, Started) → Stopping for
-// the time before. From Started that stops then starts; from Stopped or Created
-// it only starts. The intent stays Restarting afterwards; a new restart is a new
-// intent write after another (Running, for example) was acted on.
+// Three more things move a settled object, none of them a change of intent:
+//
+//   - a one-shot request ([RequestRule]): a token the spec carries (a restart
+//     asked for at some time), served once by the operation its Serve edge
+//     begins, and recorded as served in the write that completes it;
+//   - a [Timer]: an operation begun after a time in the phase, or at a time
+//     computed from the object, due times kept in status;
+//   - drift: a resting phase's Health conditions stop holding, and its Repair
+//     begins.
+//
+// The build's liveness check follows these moves too.
 //
 // # Diagrams
 //

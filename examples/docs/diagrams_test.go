@@ -74,8 +74,10 @@ func TestDiagrams(t *testing.T) {
 	generated.Check(t, filepath.Join(root, filepath.FromSlash(diagramsPage)), "go generate ./docs (in the examples module)", *update,
 		generated.Section{Name: "machine diagrams", Body: diagrams(t)})
 	gw := machines(t)[0].m
-	generated.Check(t, filepath.Join(root, "docs", "failures.md"), "go generate ./docs (in the examples module)", *update,
-		generated.Section{Name: "failure diagram", Body: "```mermaid\n" + gw.Mermaid() + "```\n"})
+	for page, section := range map[string]string{"failures.md": "failure diagram", "requests-timers-drift.md": "requests diagram"} {
+		generated.Check(t, filepath.Join(root, "docs", page), "go generate ./docs (in the examples module)", *update,
+			generated.Section{Name: section, Body: "```mermaid\n" + gw.Mermaid() + "```\n"})
+	}
 
 	n := 0
 	for _, p := range pages(t) {

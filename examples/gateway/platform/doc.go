@@ -14,11 +14,13 @@
 // # Machines
 //
 // [GatewayDefinition] declares the ApiGateway machine: Creating → Created →
-// Starting → Started → Stopping → Stopped, Restarting as one stop-then-start
-// cycle, and Deleting, the ordered cascade of [CascadeSteps], past a point
+// Starting → Started → Stopping → Stopped, Restarting as a one-shot restart
+// request served by one stop-then-start cycle, drift repair of a Started
+// gateway's instance, and Deleting, the ordered cascade of [CascadeSteps], past a point
 // of no return. [DomainDefinition] declares the RuntimeDomain machine, with
 // its sanctioned Deleted → Creating cycle. [New] builds both; a definition
-// with an uncovered (State, Phase) pair, the seed's "vn8ofl" bug, does not
+// with an uncovered (State, Phase) pair (a gateway that would sit for ever,
+// its stages and database never cleaned up) does not
 // build.
 //
 // # Steps
