@@ -99,7 +99,8 @@ type Step[Spec, Status any] func(ctx context.Context, obj *store.Object[Spec, St
 // document describes (deployment_available, volume_ready…), read from that
 // world, never from the document's own status. reason is a short
 // explanation recorded with the condition. An error leaves the condition
-// unobserved and the reconcile is retried with backoff.
+// unobserved; the reconcile fails with it and is retried after
+// DriverConfig.WaitInterval, as waiting would have observed again.
 type Observer[Spec, Status any] func(ctx context.Context, obj *store.Object[Spec, Status]) (status bool, reason string, err error)
 
 // DriverConfig configures a [Driver].
@@ -597,7 +598,11 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) pass(ctx context.Context, log
 	}
 	if len(judge) > 0 {
 		if st, err = d.observe(ctx, obj, st, judge, now); err != nil {
-			return end(Result{}, err)
+			// A failed read is retried when a successful one would have
+			// been: waiting is made of reads, and the error backoff is for
+			// actions. (A condition that needs several reads at once would
+			// otherwise see its retries back off while each pass fails.)
+			return end(Result{}, RetryAfter(err, until(now, d.wait, dec.Deadline)))
 		}
 		if dec, err = d.m.Decide(intent, st, now); err != nil {
 			return end(Result{}, Terminal(fmt.Errorf("%s %q: %w", d.c.Kind(), obj.Key, err)))

@@ -407,3 +407,36 @@ func TestDriverCreateValidates(t *testing.T) {
 		t.Fatalf("created with status %+v, want the machine's initial status only", obj.Status)
 	}
 }
+
+// A failed observation is retried when waiting would have observed again
+// (WaitInterval), not on the error backoff: a completion that needs several
+// reads to succeed at once does not slow down while they fail.
+func TestFailedObservationRetriesAtWaitInterval(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newGWFixture(t)
+		c := &calls{start: time.Now()}
+		cfg := f.config()
+		cfg.WaitInterval = 50 * time.Millisecond
+		available := cfg.Observers["deployment_available"]
+		cfg.Observers["deployment_available"] = func(ctx context.Context, obj *gwObject) (bool, string, error) {
+			if c.add() <= 10 {
+				return false, "", errors.New("read failed")
+			}
+			return available(ctx, obj)
+		}
+		stop := running(t, f.driver(t, cfg), nil, nil)
+		defer stop()
+		f.create(t, "gw", gwRunning)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		got := c.times()
+		if len(got) < 11 || f.get(t, "gw").Status.Phase != phStarted {
+			t.Fatalf("%d observations, phase %v: want Started after the eleventh", len(got), f.get(t, "gw").Status.Phase)
+		}
+		for i := 1; i < 11; i++ {
+			if gap := got[i] - got[i-1]; gap != 50*time.Millisecond {
+				t.Fatalf("observation %d came %v after the one before, want the wait interval, 50ms (all at %v)", i+1, gap, got[:11])
+			}
+		}
+	})
+}
