@@ -212,6 +212,26 @@ func TestSpecChangeRetriesAtOnce(t *testing.T) {
 	})
 }
 
+// A deletion request retries a failing step at once too: the intent changed.
+func TestDeletionRetriesAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newGWFixture(t)
+		c := &calls{start: time.Now()}
+		failing(f, "create_database", errors.New("quota exceeded"), c, func() {})
+		stop := running(t, f.driver(t, f.config()), nil, nil)
+		defer stop()
+		f.create(t, "gw", gwRunning)
+		time.Sleep(100 * time.Millisecond) // the next call is due at 155 ms
+		if err := f.coll.Delete(t.Context(), "gw", store.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if got := c.times(); len(got) != 6 || got[5] != 100*time.Millisecond {
+			t.Fatalf("calls at %v, want a sixth at once on the deletion request (100 ms)", got)
+		}
+	})
+}
+
 // A phase whose completion is never observed ends at its deadline, in the
 // Fault phase, with the reason in status, a count in the metrics and the
 // error in the log once.

@@ -2,6 +2,7 @@ package statemachine_test
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -232,5 +233,71 @@ func TestAbort(t *testing.T) {
 	// Without a declared abort the operation goes on.
 	if dec, _ := g.Decide(Restarting, st, now); dec.Kind != statemachine.Run {
 		t.Fatalf("Restarting while Starting: %+v", dec)
+	}
+}
+
+// TestRequests serves request tokens: coalesced by default, one at a time
+// with Queue, recorded without an operation where moot or refused, and
+// waiting elsewhere; a served token is never served again.
+func TestRequests(t *testing.T) {
+	d := certificate()
+	d.Requests = []statemachine.RequestRule[string]{
+		{Name: "reissue", Serve: []statemachine.Edge[string]{{From: "Issued", To: "Issuing"}}},
+		{Name: "rotate", Queue: true, Serve: []statemachine.Edge[string]{{From: "Issued", To: "Issuing"}}},
+		{Name: "audit", Moot: []string{"Issued"}, Refuse: []string{"Revoked"}, Reason: "a revoked certificate is not audited"},
+	}
+	m := mustNew(t, d)
+	serve := func(st status, intent string) (status, statemachine.Decision[string, string]) {
+		t.Helper()
+		dec, err := m.Decide(intent, st, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err = m.Apply(st, dec, statemachine.Result{OperationID: "op", Now: now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Operation != nil { // complete it at once
+			st.Operation.Done = []string{"issue"}
+			st = st.Observe(now, statemachine.Observation{Name: "issued", Status: true})
+			dec, _ := m.Decide(intent, st, now)
+			st, _ = m.Apply(st, dec, statemachine.Result{Now: now})
+		}
+		return st, dec
+	}
+	st := status{Phase: "Issued", Target: "Active"}.Request("reissue", "a", "b")
+	st, dec := serve(st, "Active")
+	if dec.Request != "reissue" || !slices.Equal(dec.Tokens, []string{"a", "b"}) || !slices.Equal(st.Requests[0].Served, []string{"a", "b"}) {
+		t.Fatalf("coalesced: decision %+v, requests %+v", dec, st.Requests)
+	}
+	if _, dec = serve(st, "Active"); dec.Kind != statemachine.Nothing || dec.Request != "" {
+		t.Fatalf("a served token served again: %+v", dec)
+	}
+
+	st = status{Phase: "Issued", Target: "Active"}.Request("rotate", "r1", "r2")
+	st, dec = serve(st, "Active")
+	if !slices.Equal(dec.Tokens, []string{"r1"}) {
+		t.Fatalf("queued: first served %v, want r1 alone", dec.Tokens)
+	}
+	st, dec = serve(st, "Active")
+	if !slices.Equal(dec.Tokens, []string{"r2"}) || !slices.Equal(st.Requests[0].Served, []string{"r1", "r2"}) {
+		t.Fatalf("queued: second served %v, requests %+v", dec.Tokens, st.Requests)
+	}
+	// The spec drops a served token: it is forgotten, never served again.
+	if st = st.Request("rotate", "r2"); !slices.Equal(st.Requests[0].Served, []string{"r2"}) {
+		t.Fatalf("served tokens the spec no longer carries are kept: %+v", st.Requests)
+	}
+
+	st, dec = serve(status{Phase: "Issued", Target: "Active"}.Request("audit", "x"), "Active")
+	if dec.Kind != statemachine.Nothing || dec.Request != "audit" || !slices.Equal(st.Requests[0].Served, []string{"x"}) || st.Requests[0].Refused != "" {
+		t.Fatalf("moot: %+v, %+v", dec, st.Requests)
+	}
+	st, _ = serve(status{Phase: "Revoked", Target: "Revoke"}.Request("audit", "y"), "Revoke")
+	if st.Requests[0].Refused != "a revoked certificate is not audited" || !slices.Equal(st.Requests[0].Served, []string{"y"}) {
+		t.Fatalf("refused: %+v", st.Requests)
+	}
+	// Not settled (the intent's rule applies first): the request waits.
+	if dec, _ := m.Decide("Revoke", status{Phase: "Issued", Target: "Active"}.Request("reissue", "z"), now); dec.Next != "Revoking" || dec.Request != "" {
+		t.Fatalf("a request served before the intent: %+v", dec)
 	}
 }
