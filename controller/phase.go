@@ -285,36 +285,12 @@ func NewDriver[Spec HasIntent[S], Status any, PStatus interface {
 		return nil, fmt.Errorf("%w: NewDriver needs a collection and a machine", ErrInvalidConfig)
 	}
 	var problems []string
-	for _, name := range m.Steps() {
-		if cfg.Steps[name] == nil {
-			problems = append(problems, fmt.Sprintf("step %q has no action", name))
-		}
-	}
-	for _, name := range slices.Sorted(maps.Keys(cfg.Steps)) {
-		if !slices.Contains(m.Steps(), name) {
-			problems = append(problems, fmt.Sprintf("action %q is not a step of the machine", name))
-		}
-	}
-	for _, name := range m.Conditions() {
-		if cfg.Observers[name] == nil {
-			problems = append(problems, fmt.Sprintf("condition %q has no observer", name))
-		}
-	}
-	for _, name := range slices.Sorted(maps.Keys(cfg.Observers)) {
-		if !slices.Contains(m.Conditions(), name) {
-			problems = append(problems, fmt.Sprintf("observer %q observes no condition of the machine", name))
-		}
-	}
-	for _, name := range m.ComputedTimers() {
-		if cfg.Timers[name] == nil {
-			problems = append(problems, fmt.Sprintf("timer %q has no due-time function", name))
-		}
-	}
-	for _, name := range slices.Sorted(maps.Keys(cfg.Timers)) {
-		if !slices.Contains(m.ComputedTimers(), name) {
-			problems = append(problems, fmt.Sprintf("due-time function %q is no computed timer of the machine", name))
-		}
-	}
+	problems = append(problems, mismatched(m.Steps(), slices.Collect(maps.Keys(cfg.Steps)),
+		func(name string) bool { return cfg.Steps[name] != nil }, "step %q has no action", "action %q is not a step of the machine")...)
+	problems = append(problems, mismatched(m.Conditions(), slices.Collect(maps.Keys(cfg.Observers)),
+		func(name string) bool { return cfg.Observers[name] != nil }, "condition %q has no observer", "observer %q observes no condition of the machine")...)
+	problems = append(problems, mismatched(m.ComputedTimers(), slices.Collect(maps.Keys(cfg.Timers)),
+		func(name string) bool { return cfg.Timers[name] != nil }, "timer %q has no due-time function", "due-time function %q is no computed timer of the machine")...)
 	switch {
 	case cfg.WaitInterval < 0:
 		problems = append(problems, fmt.Sprintf("WaitInterval %v is negative", cfg.WaitInterval))
@@ -369,6 +345,25 @@ func NewDriver[Spec HasIntent[S], Status any, PStatus interface {
 		d.metrics = pm
 	}
 	return &Driver[Spec, Status]{impl: d, coll: c}, nil
+}
+
+// mismatched pairs the names a machine declares with the names a config
+// gives, and describes, in order, each declared name with nothing present
+// for it (missing) and each given name the machine does not declare (extra).
+func mismatched(declared, given []string, present func(string) bool, missing, extra string) []string {
+	var out []string
+	for _, name := range declared {
+		if !present(name) {
+			out = append(out, fmt.Sprintf(missing, name))
+		}
+	}
+	slices.Sort(given)
+	for _, name := range given {
+		if !slices.Contains(declared, name) {
+			out = append(out, fmt.Sprintf(extra, name))
+		}
+	}
+	return out
 }
 
 // Reconcile implements [Reconciler]: it drives the document under key, as the

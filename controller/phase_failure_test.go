@@ -134,13 +134,9 @@ func TestAlwaysFailingStepFollowsBackoff(t *testing.T) {
 func TestFaultLapsKeepTheBackoff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newGWFixture(t)
-		def := gatewayDefinition()
-		def.Rules = append(def.Rules, sm.Rule[gwState, gwPhase]{State: gwRunning, Phase: phFailed, Begin: phCreating})
-		m, err := sm.New(def)
-		if err != nil {
-			t.Fatal(err)
-		}
-		f.m = m
+		f.edit(t, func(def *sm.Definition[gwState, gwPhase]) {
+			def.Rules = append(def.Rules, sm.Rule[gwState, gwPhase]{State: gwRunning, Phase: phFailed, Begin: phCreating})
+		})
 		c := &calls{start: time.Now()}
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
@@ -238,13 +234,9 @@ func TestDeletionRetriesAtOnce(t *testing.T) {
 func TestDeadlineMovesToFault(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newGWFixture(t)
-		def := gatewayDefinition()
-		def.Bounds.Deadline = 10 * time.Minute
-		m, err := sm.New(def)
-		if err != nil {
-			t.Fatal(err)
-		}
-		f.m = m
+		f.edit(t, func(def *sm.Definition[gwState, gwPhase]) {
+			def.Bounds.Deadline = 10 * time.Minute
+		})
 		f.world.startDelay = 1000 * time.Hour // the Deployment never becomes available
 		reg := prometheus.NewRegistry()
 		core, logs := observer.New(zap.InfoLevel)
@@ -289,16 +281,12 @@ func TestDeletionEndsAStuckOperation(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				f := newGWFixture(t)
-				def := gatewayDefinition()
-				def.Bounds.Deadline = 10 * time.Minute
-				if tc.aborts {
-					def.Aborts = []sm.AbortRule[gwState, gwPhase]{{State: gwDeleted, Phase: phStarting, To: phDeleting}}
-				}
-				m, err := sm.New(def)
-				if err != nil {
-					t.Fatal(err)
-				}
-				f.m = m
+				f.edit(t, func(def *sm.Definition[gwState, gwPhase]) {
+					def.Bounds.Deadline = 10 * time.Minute
+					if tc.aborts {
+						def.Aborts = []sm.AbortRule[gwState, gwPhase]{{State: gwDeleted, Phase: phStarting, To: phDeleting}}
+					}
+				})
 				f.world.startDelay = 1000 * time.Hour
 				stop := running(t, f.driver(t, f.config()), nil, nil)
 				defer stop()
@@ -382,13 +370,9 @@ func TestRefusalIsVisible(t *testing.T) {
 func TestStepTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newGWFixture(t)
-		def := gatewayDefinition()
-		def.Phases[0].Bounds.StepTimeout = time.Second
-		m, err := sm.New(def)
-		if err != nil {
-			t.Fatal(err)
-		}
-		f.m = m
+		f.edit(t, func(def *sm.Definition[gwState, gwPhase]) {
+			def.Phases[0].Bounds.StepTimeout = time.Second
+		})
 		cfg := f.config()
 		cfg.Steps["create_database"] = func(ctx context.Context, _ *gwObject, _ string) (sm.Outcome, error) {
 			<-ctx.Done() // hung until cancelled

@@ -323,6 +323,19 @@ func counterIDs() func() string {
 	}
 }
 
+// edit rebuilds the fixture's machine from the gateway definition as edit
+// changes it.
+func (f *gwFixture) edit(t testing.TB, edit func(d *sm.Definition[gwState, gwPhase])) {
+	t.Helper()
+	def := gatewayDefinition()
+	edit(&def)
+	m, err := sm.New(def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.m = m
+}
+
 func (f *gwFixture) config() controller.DriverConfig[gwSpec, gwStatus] {
 	return controller.DriverConfig[gwSpec, gwStatus]{
 		Steps:          f.world.steps(),

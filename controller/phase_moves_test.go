@@ -162,15 +162,11 @@ func TestTimersSurviveRestart(t *testing.T) {
 func TestDriftRepair(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newGWFixture(t)
-		def := gatewayDefinition()
-		def.Phases[3].Health = []sm.Require{sm.Is("deployment_available")}
-		def.Phases[3].Repair = phStarting
-		def.Phases[3].HealthEvery = time.Minute
-		m, err := sm.New(def)
-		if err != nil {
-			t.Fatal(err)
-		}
-		f.m = m
+		f.edit(t, func(def *sm.Definition[gwState, gwPhase]) {
+			def.Phases[3].Health = []sm.Require{sm.Is("deployment_available")}
+			def.Phases[3].Repair = phStarting
+			def.Phases[3].HealthEvery = time.Minute
+		})
 		stop := running(t, f.driver(t, f.config()), nil, nil)
 		defer stop()
 		f.create(t, "gw", gwRunning)

@@ -329,20 +329,7 @@ func TestKubeCascade(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := platform.New(platform.Config{Store: st, Cluster: k, Databases: logged, Poll: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("run: %v", err)
-		}
-	}()
+	p, ctx := runPlatform(t, platform.Config{Store: st, Cluster: k, Databases: logged, Poll: 100 * time.Millisecond})
 
 	id := uniqueNamespace("gw")
 	t.Cleanup(func() { _ = dbs.DropDatabase(context.Background(), databaseOf(id)) })
@@ -497,21 +484,8 @@ func TestKubeDrift(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := platform.New(platform.Config{Store: st, Cluster: k, Databases: sim, Poll: 100 * time.Millisecond,
+	p, ctx := runPlatform(t, platform.Config{Store: st, Cluster: k, Databases: sim, Poll: 100 * time.Millisecond,
 		HealthEvery: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("run: %v", err)
-		}
-	}()
 	id := uniqueNamespace("gw")
 	gws := p.Collections().Gateways
 	started := func() (bool, error) {
@@ -548,4 +522,25 @@ func TestKubeDrift(t *testing.T) {
 		_, err := gws.Get(ctx, id)
 		return errors.Is(err, store.ErrNotFound), err
 	})
+}
+
+// runPlatform runs a platform of cfg until the test ends (or three minutes
+// pass) and returns it with the context it runs in; the test's cleanup
+// stops it and checks that Run returned cleanly.
+func runPlatform(t *testing.T, cfg platform.Config) (*platform.Platform, context.Context) {
+	t.Helper()
+	p, err := platform.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("run: %v", err)
+		}
+	})
+	return p, ctx
 }
