@@ -54,6 +54,7 @@ func convergeMachine(b *testing.B) *sm.Machine[string, string] {
 				Steps:      []string{"deactivate_runtime_domain", "delete_deployment", "delete_service"},
 				Completion: []sm.Require{sm.Not("instance_present")}},
 			{Phase: "Stopped"},
+			{Phase: "Failed", Kind: sm.Fault},
 		},
 		Settled: []sm.Settle[string, string]{
 			{State: "Stopped", Phase: "Created"},

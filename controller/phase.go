@@ -322,6 +322,7 @@ func NewDriver[Spec HasIntent[S], Status any, PStatus interface {
 		steps:     maps.Clone(cfg.Steps),
 		observers: maps.Clone(cfg.Observers),
 		timers:    maps.Clone(cfg.Timers),
+		phases:    map[P]statemachine.PhaseSpec[P]{},
 		finalizer: fin,
 		final:     final,
 		newID:     cfg.NewOperationID,
@@ -336,6 +337,9 @@ func NewDriver[Spec HasIntent[S], Status any, PStatus interface {
 	}
 	if d.newID == nil {
 		d.newID = rand.Text
+	}
+	for _, p := range m.Phases() {
+		d.phases[p], _ = m.Spec(p)
 	}
 	if cfg.MetricsRegisterer != nil {
 		pm, err := newPhaseMetrics(cfg.MetricsRegisterer, c.Kind(), m)
@@ -414,6 +418,7 @@ type phaseDriver[Spec HasIntent[S], Status any, PStatus interface {
 	steps     map[string]Step[Spec, Status]
 	observers map[string]Observer[Spec, Status]
 	timers    map[string]func(obj *store.Object[Spec, Status]) time.Time
+	phases    map[P]statemachine.PhaseSpec[P] // each phase's declaration, bounds resolved
 	finalizer string
 	final     *S // the state of the final pairs; nil when the machine has none
 	newID     func() string
@@ -580,7 +585,7 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) pass(ctx context.Context, log
 	if err != nil {
 		return end(Result{}, Terminal(fmt.Errorf("%s %q: %w", d.c.Kind(), obj.Key, err)))
 	}
-	ps, _ := d.m.Spec(st.Phase)
+	ps := d.phases[st.Phase]
 	var judge []statemachine.Require
 	switch {
 	case dec.Kind == statemachine.Wait || dec.Kind == statemachine.Complete || (dec.Kind == statemachine.Expire && dec.Step == ""):
@@ -827,7 +832,7 @@ var errStepTimeout = errors.New("controller: step timed out")
 // run calls the step dec names, within its phase's step timeout, and
 // classifies its result.
 func (d *phaseDriver[Spec, Status, PStatus, S, P]) run(ctx context.Context, obj *store.Object[Spec, Status], dec statemachine.Decision[S, P]) (statemachine.Outcome, error) {
-	ps, _ := d.m.Spec(dec.Phase)
+	ps := d.phases[dec.Phase]
 	stepCtx, cancel := context.WithTimeoutCause(ctx, ps.Bounds.StepTimeout, errStepTimeout)
 	defer cancel()
 	out, err := d.steps[dec.Step](stepCtx, obj, dec.Operation.ID)

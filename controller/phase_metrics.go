@@ -22,8 +22,8 @@ type phaseMetrics[S, P comparable] struct {
 	collectors  []prometheus.Collector
 	transitions map[statemachine.Edge[P]]prometheus.Counter
 	durations   map[P]prometheus.Observer
-	documents   *prometheus.GaugeVec   // by state and phase
-	steps       *prometheus.CounterVec // by phase, step and outcome
+	documents   map[statemachine.Pair[S, P]]prometheus.Gauge
+	steps       map[stepKey[P]]prometheus.Counter
 	failures    *prometheus.CounterVec // by phase and cause
 	refusals    *prometheus.CounterVec // by phase
 	drifts      *prometheus.CounterVec // by phase
@@ -39,6 +39,13 @@ type phaseMetrics[S, P comparable] struct {
 	// pairs holds, per key, the (target intent, phase) the documents gauge
 	// counts the document under.
 	pairs map[string]statemachine.Pair[S, P]
+}
+
+// stepKey names one series of tend_step_attempts_total.
+type stepKey[P comparable] struct {
+	phase   P
+	step    string
+	outcome statemachine.Outcome
 }
 
 type entered[P comparable] struct {
@@ -64,16 +71,8 @@ func newPhaseMetrics[S, P comparable](reg prometheus.Registerer, kind string, m 
 	pm := &phaseMetrics[S, P]{
 		transitions: make(map[statemachine.Edge[P]]prometheus.Counter),
 		durations:   make(map[P]prometheus.Observer),
-		documents: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name:        "tend_documents",
-			Help:        "Documents this replica last saw in each (intent served, phase), per kind",
-			ConstLabels: labels,
-		}, []string{"state", "phase"}),
-		steps: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name:        "tend_step_attempts_total",
-			Help:        "Step calls, per kind, phase, step and outcome (done, progressed, failed, failed-terminal)",
-			ConstLabels: labels,
-		}, []string{"phase", "step", "outcome"}),
+		documents:   make(map[statemachine.Pair[S, P]]prometheus.Gauge),
+		steps:       make(map[stepKey[P]]prometheus.Counter),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name:        "tend_operation_failures_total",
 			Help:        "Operations given up, per kind, phase and cause (terminal, deadline, attempts)",
@@ -102,8 +101,31 @@ func newPhaseMetrics[S, P comparable](reg prometheus.Registerer, kind string, m 
 		since: make(map[string]entered[P]),
 		pairs: make(map[string]statemachine.Pair[S, P]),
 	}
-	pm.collectors = []prometheus.Collector{transitions, durations, pm.documents, pm.steps, pm.failures, pm.refusals,
+	documents := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name:        "tend_documents",
+		Help:        "Documents this replica last saw in each (intent served, phase), per kind",
+		ConstLabels: labels,
+	}, []string{"state", "phase"})
+	steps := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name:        "tend_step_attempts_total",
+		Help:        "Step calls, per kind, phase, step and outcome (done, progressed, failed, failed-terminal)",
+		ConstLabels: labels,
+	}, []string{"phase", "step", "outcome"})
+	pm.collectors = []prometheus.Collector{transitions, durations, documents, steps, pm.failures, pm.refusals,
 		pm.drifts, pm.requests, pm.timers}
+	for _, s := range m.States() {
+		for _, p := range m.Phases() {
+			pm.documents[statemachine.Pair[S, P]{State: s, Phase: p}] = documents.WithLabelValues(fmt.Sprint(s), fmt.Sprint(p))
+		}
+	}
+	for _, p := range m.Phases() {
+		ps, _ := m.Spec(p)
+		for _, step := range ps.Steps {
+			for _, out := range []statemachine.Outcome{statemachine.Done, statemachine.Progressed, statemachine.Failed, statemachine.FailedTerminal} {
+				pm.steps[stepKey[P]{p, step, out}] = steps.WithLabelValues(fmt.Sprint(p), step, out.String())
+			}
+		}
+	}
 	for _, e := range m.Edges() {
 		pm.transitions[e] = transitions.WithLabelValues(fmt.Sprint(e.From), fmt.Sprint(e.To))
 	}
@@ -152,16 +174,21 @@ func (pm *phaseMetrics[S, P]) observe(key string, state S, phase P) {
 	if ok && prev == pair {
 		return
 	}
-	if ok {
-		pm.documents.WithLabelValues(fmt.Sprint(prev.State), fmt.Sprint(prev.Phase)).Dec()
+	if g := pm.documents[prev]; ok && g != nil {
+		g.Dec()
 	}
-	pm.documents.WithLabelValues(fmt.Sprint(state), fmt.Sprint(phase)).Inc()
+	if g := pm.documents[pair]; g != nil {
+		g.Inc()
+	}
 }
 
 // step counts one step call.
 func (pm *phaseMetrics[S, P]) step(phase P, step string, out statemachine.Outcome) {
-	if pm != nil {
-		pm.steps.WithLabelValues(fmt.Sprint(phase), step, out.String()).Inc()
+	if pm == nil {
+		return
+	}
+	if c := pm.steps[stepKey[P]{phase, step, out}]; c != nil {
+		c.Inc()
 	}
 }
 
@@ -210,7 +237,7 @@ func (pm *phaseMetrics[S, P]) forget(key string) {
 	prev, ok := pm.pairs[key]
 	delete(pm.pairs, key)
 	pm.mu.Unlock()
-	if ok {
-		pm.documents.WithLabelValues(fmt.Sprint(prev.State), fmt.Sprint(prev.Phase)).Dec()
+	if g := pm.documents[prev]; ok && g != nil {
+		g.Dec()
 	}
 }

@@ -236,8 +236,8 @@ func (m *Machine[S, P]) Decide(intent S, st Status[S, P], now time.Time) (Decisi
 			d.Kind, d.Next = Abort, to
 			return d, nil
 		}
-		if dl := m.bounds[pi].Deadline; dl > 0 && !op.Started.IsZero() {
-			d.Deadline = op.Started.Add(dl)
+		if dl := m.bounds[pi].Deadline; dl > 0 && !st.Since.IsZero() {
+			d.Deadline = st.Since.Add(dl)
 		}
 		expired := !d.Deadline.IsZero() && !now.Before(d.Deadline)
 		if step, ok := nextStep(ps.Steps, op.Done); ok {
@@ -554,14 +554,14 @@ func (m *Machine[S, P]) enter(out *Status[S, P], st Status[S, P], next P, r Resu
 	}
 	if f := st.Failure; f != nil && f.Operation.Phase == next {
 		op := f.Operation.clone()
-		op.From, op.Started = st.Phase, r.Now
+		op.From = st.Phase
 		out.Operation, out.Failure = &op, nil
 		return nil
 	}
 	if r.OperationID == "" {
 		return fmt.Errorf("%w: beginning %v", ErrMissingID, next)
 	}
-	out.Operation = &Operation[P]{ID: r.OperationID, Phase: next, From: st.Phase, Started: r.Now}
+	out.Operation = &Operation[P]{ID: r.OperationID, Phase: next, From: st.Phase}
 	out.Failure = nil
 	return nil
 }
@@ -581,7 +581,7 @@ func (m *Machine[S, P]) fail(out Status[S, P], step string, cause Cause, reason 
 		if r.OperationID == "" {
 			return out, fmt.Errorf("%w: failing to %v", ErrMissingID, out.Phase)
 		}
-		out.Operation = &Operation[P]{ID: r.OperationID, Phase: out.Phase, From: from, Started: r.Now}
+		out.Operation = &Operation[P]{ID: r.OperationID, Phase: out.Phase, From: from}
 	}
 	return out, nil
 }

@@ -155,8 +155,8 @@ func TestBounds(t *testing.T) {
 		t.Fatal("a Begin into a transitional phase needs an operation id")
 	}
 	st, _ = m.Apply(st, dec, statemachine.Result{OperationID: "op1", Now: t0})
-	if !st.Operation.Started.Equal(t0) {
-		t.Fatalf("Started = %v", st.Operation.Started)
+	if !st.Since.Equal(t0) {
+		t.Fatalf("Since = %v", st.Since)
 	}
 	fail := func(at time.Time, retry time.Duration) {
 		t.Helper()
@@ -185,7 +185,7 @@ func TestBounds(t *testing.T) {
 	t1 := t0.Add(4 * time.Minute)
 	dec, _ = m.Decide("Deleted", st, t1)
 	st, _ = m.Apply(st, dec, statemachine.Result{OperationID: "op2", Now: t1})
-	if st.Operation == nil || st.Operation.ID != "op1" || st.Operation.Attempts != 3 || !st.Operation.Started.Equal(t1) ||
+	if st.Operation == nil || st.Operation.ID != "op1" || st.Operation.Attempts != 3 || !st.Since.Equal(t1) ||
 		!st.Operation.RetryAt.Equal(t0.Add(7*time.Minute)) || st.Failure != nil {
 		t.Fatalf("resumed operation: %+v", st.Operation)
 	}
@@ -218,7 +218,7 @@ func TestBounds(t *testing.T) {
 func TestAbort(t *testing.T) {
 	g := mustNew(t, gateway())
 	st := statemachine.Status[State, Phase]{Phase: Starting, Target: Running,
-		Operation: &statemachine.Operation[Phase]{ID: "s1", Phase: Starting, From: Created, Done: []string{"create_deployment"}, Started: now}}
+		Operation: &statemachine.Operation[Phase]{ID: "s1", Phase: Starting, From: Created, Done: []string{"create_deployment"}}, Since: now}
 	if dec, _ := g.Decide(Running, st, now); dec.Kind != statemachine.Run {
 		t.Fatalf("same intent: %+v", dec)
 	}

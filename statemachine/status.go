@@ -17,7 +17,9 @@ type Status[S, P comparable] struct {
 	// of operations serves. It differs from the user's intent only until the
 	// machine acts on a changed intent, or while a refused intent is ignored.
 	Target S `json:"target"`
-	// Since is when the object entered Phase; timers count from it.
+	// Since is when the object entered Phase: timers count from it, and so
+	// does the deadline of the operation a transitional phase runs (begun or
+	// resumed as the phase was entered).
 	Since time.Time `json:"since,omitzero"`
 	// Operation is the operation in flight (nil when the phase is not
 	// transitional). There is at most one per object.
@@ -99,9 +101,6 @@ type Operation[P comparable] struct {
 	Attempts int `json:"attempts,omitempty"`
 	// LastError is the message of the last failed attempt.
 	LastError string `json:"lastError,omitempty"`
-	// Started is when the operation began (or resumed after a failure): its
-	// deadline counts from it.
-	Started time.Time `json:"started,omitzero"`
 	// RetryAt is when the step that failed last may run again: the backoff,
 	// kept in status so that a restart, a failover or an unrelated event
 	// does not retry it early. Zero after progress.
@@ -235,7 +234,7 @@ func (s Status[S, P]) Equal(o Status[S, P]) bool {
 
 func (o Operation[P]) equal(x Operation[P]) bool {
 	return o.ID == x.ID && o.Phase == x.Phase && o.From == x.From && slices.Equal(o.Done, x.Done) &&
-		o.Attempts == x.Attempts && o.LastError == x.LastError && o.Started.Equal(x.Started) &&
+		o.Attempts == x.Attempts && o.LastError == x.LastError &&
 		o.RetryAt.Equal(x.RetryAt) && o.Trigger == x.Trigger && o.Request == x.Request && slices.Equal(o.Tokens, x.Tokens)
 }
 
