@@ -9,7 +9,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -263,7 +262,7 @@ type Driver[Spec, Status any] struct {
 type driverImpl[Spec, Status any] interface {
 	reconcile(ctx context.Context, key string) (Result, error)
 	create(ctx context.Context, obj *store.Object[Spec, Status]) (*store.Object[Spec, Status], error)
-	echo(key string, revision int64) bool
+	known(key string, revision int64, requeue func()) bool
 	updateSpec(ctx context.Context, key string, set func(*Spec)) (*store.Object[Spec, Status], error)
 	cascade(ctx context.Context, opts store.ListOptions, set func(*Spec), untilGone bool) (statemachine.Outcome, error)
 }
@@ -330,7 +329,6 @@ func NewDriver[Spec HasIntent[S], Status any, PStatus interface {
 		progress:  cmp.Or(cfg.ProgressInterval, DefaultProgressInterval),
 		conflicts: cmp.Or(cfg.ConflictRetries, DefaultConflictRetries),
 		backoff:   cfg.Backoff,
-		own:       map[string]int64{},
 	}
 	if d.backoff == nil {
 		d.backoff = workqueue.DefaultBackoff()
@@ -386,8 +384,9 @@ func (d *Driver[Spec, Status]) Reconcile(ctx context.Context, key string) (Resul
 // retire, so a change to one of them queues its owner.
 func (d *Driver[Spec, Status]) Source() Source {
 	return newWatchSource(d.coll.Backend(), d.coll.Kind(), d.coll.Kind(), func(e Enqueuer, doc *store.Document, reason string) {
-		if !d.impl.echo(doc.Meta.Key, doc.Meta.Revision) {
-			e.Enqueue(doc.Meta.Key, reason)
+		key := doc.Meta.Key
+		if !d.impl.known(key, doc.Meta.Revision, func() { e.Enqueue(key, reason) }) {
+			e.Enqueue(key, reason)
 		}
 	})
 }
@@ -428,36 +427,12 @@ type phaseDriver[Spec HasIntent[S], Status any, PStatus interface {
 	backoff   workqueue.Backoff
 	metrics   *phaseMetrics[S, P] // nil when metrics are off
 
-	// mu guards own.
-	mu sync.Mutex
-	// own holds, per key, the newest revision this driver wrote. A watch
-	// event at or below it is the driver's own write, or a change the read
-	// before that write already included: conditional writes leave no room
-	// for another writer between them.
-	own map[string]int64
-}
-
-// echo reports whether the change of the document under key at revision is
-// one the driver already knows of (see own).
-func (d *phaseDriver[Spec, Status, PStatus, S, P]) echo(key string, revision int64) bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	r, ok := d.own[key]
-	return ok && revision <= r
-}
-
-// wrote records a write of the driver to the document under key.
-func (d *phaseDriver[Spec, Status, PStatus, S, P]) wrote(key string, revision int64) {
-	d.mu.Lock()
-	d.own[key] = max(d.own[key], revision)
-	d.mu.Unlock()
+	echoes // the driver's own writes, which its source does not queue
 }
 
 // gone forgets the document under key once it is removed.
 func (d *phaseDriver[Spec, Status, PStatus, S, P]) gone(key string) {
-	d.mu.Lock()
-	delete(d.own, key)
-	d.mu.Unlock()
+	d.forget(key)
 	d.metrics.forget(key)
 }
 
@@ -553,7 +528,7 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) pass(ctx context.Context, log
 	if d.final != nil {
 		switch finalizer.StateOf(&finObject[Spec, Status]{c: d.c, obj: obj}, d.finalizer) {
 		case finalizer.Absent:
-			fo := &finObject[Spec, Status]{c: d.c, obj: obj, wrote: d.wrote}
+			fo := &finObject[Spec, Status]{c: d.c, obj: obj, echoes: &d.echoes}
 			if err := finalizer.Add(ctx, fo, d.finalizer); err != nil {
 				if errors.Is(err, store.ErrNotFound) || errors.Is(err, finalizer.ErrTerminating) {
 					return end(Result{}, nil)
@@ -816,11 +791,13 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) writeStatus(ctx context.Conte
 	if err != nil {
 		return nil, err
 	}
-	stored, err := d.c.Backend().UpdateStatus(ctx, doc)
-	if err != nil {
+	var stored store.Document
+	if err := d.write(obj.Key, func() (int64, error) {
+		stored, err = d.c.Backend().UpdateStatus(ctx, doc)
+		return stored.Meta.Revision, err
+	}); err != nil {
 		return nil, err
 	}
-	d.wrote(obj.Key, stored.Meta.Revision)
 	obj.Meta = stored.Meta
 	return obj, nil
 }
@@ -866,7 +843,7 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) observe(ctx context.Context, 
 // it, if it is not Terminating yet, then removes the driver's finalizer.
 func (d *phaseDriver[Spec, Status, PStatus, S, P]) remove(ctx context.Context, obj *store.Object[Spec, Status]) (*store.Object[Spec, Status], pass, Result, error) {
 	key := obj.Key
-	fo := &finObject[Spec, Status]{c: d.c, obj: obj, wrote: d.wrote}
+	fo := &finObject[Spec, Status]{c: d.c, obj: obj, echoes: &d.echoes}
 	if !obj.Terminating() {
 		err := d.c.Delete(ctx, key, store.DeleteOptions{UID: obj.UID, Revision: obj.Revision})
 		if errors.Is(err, store.ErrConflict) {
@@ -895,7 +872,7 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) remove(ctx context.Context, o
 type finObject[Spec, Status any] struct {
 	c     *store.Collection[Spec, Status]
 	obj   *store.Object[Spec, Status]
-	wrote func(key string, revision int64) // records the writes; may be nil
+	echoes *echoes // records the writes; may be nil
 }
 
 func (f *finObject[Spec, Status]) Terminating() bool    { return f.obj.Terminating() }
@@ -904,12 +881,21 @@ func (f *finObject[Spec, Status]) Finalizers() []string { return f.obj.Finalizer
 func (f *finObject[Spec, Status]) SetFinalizers(ctx context.Context, finalizers []string) error {
 	next := *f.obj
 	next.Finalizers = slices.Clone(finalizers)
-	written, err := f.c.UpdateSpec(ctx, &next)
+	var written *store.Object[Spec, Status]
+	update := func() (rev int64, err error) {
+		if written, err = f.c.UpdateSpec(ctx, &next); err == nil {
+			rev = written.Revision
+		}
+		return rev, err
+	}
+	var err error
+	if f.echoes != nil {
+		err = f.echoes.write(next.Key, update)
+	} else {
+		_, err = update()
+	}
 	if err != nil {
 		return err
-	}
-	if f.wrote != nil {
-		f.wrote(written.Key, written.Revision)
 	}
 	f.obj = written
 	return nil
