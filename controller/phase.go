@@ -870,8 +870,8 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) remove(ctx context.Context, o
 
 // finObject is a finalizer.Object over a typed document.
 type finObject[Spec, Status any] struct {
-	c     *store.Collection[Spec, Status]
-	obj   *store.Object[Spec, Status]
+	c      *store.Collection[Spec, Status]
+	obj    *store.Object[Spec, Status]
 	echoes *echoes // records the writes; may be nil
 }
 
