@@ -322,6 +322,8 @@ func NewDriver[Spec HasIntent[S], Status any, PStatus interface {
 		observers: maps.Clone(cfg.Observers),
 		timers:    maps.Clone(cfg.Timers),
 		phases:    map[P]statemachine.PhaseSpec[P]{},
+		requests:  m.Requests(),
+		computed:  m.ComputedTimers(),
 		finalizer: fin,
 		final:     final,
 		newID:     cfg.NewOperationID,
@@ -418,6 +420,8 @@ type phaseDriver[Spec HasIntent[S], Status any, PStatus interface {
 	observers map[string]Observer[Spec, Status]
 	timers    map[string]func(obj *store.Object[Spec, Status]) time.Time
 	phases    map[P]statemachine.PhaseSpec[P] // each phase's declaration, bounds resolved
+	requests  []string                        // the machine's requests
+	computed  []string                        // the machine's timers computed from the document
 	finalizer string
 	final     *S // the state of the final pairs; nil when the machine has none
 	newID     func() string
@@ -689,11 +693,11 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) gaveUp(obj *store.Object[Spec
 func (d *phaseDriver[Spec, Status, PStatus, S, P]) fold(obj *store.Object[Spec, Status], st statemachine.Status[S, P]) statemachine.Status[S, P] {
 	if hr, ok := any(obj.Spec).(HasRequests); ok {
 		reqs := hr.Requests()
-		for _, name := range d.m.Requests() {
+		for _, name := range d.requests {
 			st = st.Request(name, reqs[name]...)
 		}
 	}
-	for _, name := range d.m.ComputedTimers() {
+	for _, name := range d.computed {
 		st = st.Due(name, d.timers[name](obj))
 	}
 	return st
