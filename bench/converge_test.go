@@ -33,7 +33,7 @@ type gwStatus struct {
 
 func (s *gwStatus) MachineStatus() *sm.Status[string, string] { return &s.Status }
 
-// convergeMachine is the ApiGateway machine of seed 000 without deletion:
+// convergeMachine is the ApiGateway machine without deletion:
 // Creating (three steps) → Created → Starting (three steps) → Started, and
 // back through Stopping.
 func convergeMachine(b *testing.B) *sm.Machine[string, string] {

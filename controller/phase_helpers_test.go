@@ -15,7 +15,7 @@ import (
 	"github.com/tendhq/tend/store"
 )
 
-// The ApiGateway machine of seed 000, as the statemachine package's tests
+// The ApiGateway machine, as the statemachine package's tests
 // declare it.
 
 type gwState string

@@ -116,7 +116,7 @@ func histogramSum(t *testing.T, reg *prometheus.Registry, name, phase string) fl
 	return 0
 }
 
-// The RuntimeDomain of seed 000, reduced to what the cascade needs: the
+// The gateway's RuntimeDomain, reduced to what the cascade needs: the
 // gateway creates it, and on deletion only sets its intent to Deleted; its
 // own driver removes its routes and then the document.
 

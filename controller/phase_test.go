@@ -15,7 +15,7 @@ import (
 	"github.com/tendhq/tend/workqueue"
 )
 
-// TestDriverLifecycle drives one gateway through every intent of seed 000 and
+// TestDriverLifecycle drives one gateway through every intent of its machine and
 // checks the phase, the steps run, the operation ids, a step's output and
 // that the final pair removes the document.
 func TestDriverLifecycle(t *testing.T) {

@@ -208,12 +208,12 @@ func TestNewNoReturn(t *testing.T) {
 	}
 }
 
-// TestVn8ofl rebuilds the seed's gateway from its TaskService handlers as they
-// were when the "vn8ofl" gateway got stuck: handleDeletedState matched Deleted
+// TestStuckGatewayHoles rebuilds a gateway machine from task handlers as they
+// were when a gateway got stuck for ever: handleDeletedState matched Deleted
 // in Created, Started and Stopped; handleStoppedState matched only Stopped in
 // Started; nothing handled Restarting. The build names every pair no handler
 // covers, so such a machine never runs.
-func TestVn8ofl(t *testing.T) {
+func TestStuckGatewayHoles(t *testing.T) {
 	d := gateway()
 	d.Settled = []statemachine.Settle[State, Phase]{
 		{State: Running, Phase: Started},

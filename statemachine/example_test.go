@@ -40,7 +40,7 @@ const (
 // now is the time the examples decide at; the machine never reads a clock.
 var now = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 
-// gateway declares the ApiGateway machine of the seed: creation, start, stop,
+// gateway declares the ApiGateway machine: creation, start, stop,
 // a restart that is one stop-then-start cycle, and an ordered, checkpointed
 // cascade deletion past a point of no return.
 func gateway() statemachine.Definition[State, Phase] {

@@ -2,7 +2,7 @@ package statemachine_test
 
 import "github.com/tendhq/tend/statemachine"
 
-// runtimeDomain is the seed's RuntimeDomain machine: deleted when its gateway
+// runtimeDomain is the gateway's RuntimeDomain machine: deleted when its gateway
 // stops, recreated when it starts again through the one sanctioned cycle.
 func runtimeDomain() statemachine.Definition[string, string] {
 	return statemachine.Definition[string, string]{
@@ -33,7 +33,7 @@ func runtimeDomain() statemachine.Definition[string, string] {
 	}
 }
 
-// workspace is the cloud-workspace machine of seed 003: operations as
+// workspace is the cloud-workspace machine: operations as
 // transitional phases, completion from observed conditions, an ERROR phase for
 // terminal failures, and deletion that first steps down.
 func workspace() statemachine.Definition[string, string] {

@@ -31,7 +31,7 @@ const (
 	failedPhase  phase = "Failed"
 )
 
-// gatewayDefinition is the seed's ApiGateway machine (see the statemachine
+// gatewayDefinition is the ApiGateway machine (see the statemachine
 // package's examples for a commented copy).
 func gatewayDefinition() sm.Definition[state, phase] {
 	return sm.Definition[state, phase]{
