@@ -1,4 +1,4 @@
-// Command raftcluster runs seed 001's declarative database controller on
+// Command raftcluster runs a declarative database controller on
 // real etcd members: a Cluster document says how many members it wants, and
 // the operator turns that into a running Raft cluster, one recorded step at
 // a time, without ever losing its quorum.

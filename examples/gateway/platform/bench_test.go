@@ -9,17 +9,17 @@ import (
 	"github.com/tendhq/tend/store"
 )
 
-// seedCascade is the least time the seed's design needs to delete a gateway:
+// tickCascade is the least time a one-step-per-tick design needs to delete a gateway:
 // its task service ticks once a second and each tick does one step of the
 // cascade, which has at least six.
-const seedCascade = 6 * time.Second
+const tickCascade = 6 * time.Second
 
 // BenchmarkCascadeDelete measures the cascade deletion of one gateway (two
 // cloud functions, two cron triggers, three stages and environments with a
 // client app each, a runtime domain with a custom domain, an instance, a
 // database, a namespace) on the memory store with zero simulated delay: from
 // the intent write State=Deleted to the removal of the gateway's document. It
-// reports the store writes per deletion and the speed-up over the seed's
+// reports the store writes per deletion and the speed-up over a one-step-per-tick
 // one-step-per-second design.
 //
 //	go test -run '^$' -bench CascadeDelete ./examples/gateway/platform
@@ -75,7 +75,7 @@ func BenchmarkCascadeDelete(b *testing.B) {
 	per := total / time.Duration(b.N)
 	b.ReportMetric(float64(per.Microseconds())/1000, "ms/delete")
 	b.ReportMetric(float64(writes)/float64(b.N), "writes/delete")
-	b.ReportMetric(float64(seedCascade)/float64(per), "x-faster-than-seed")
+	b.ReportMetric(float64(tickCascade)/float64(per), "x-faster-than-seed")
 }
 
 func revisionOf(b *testing.B, st store.Backend) int64 {

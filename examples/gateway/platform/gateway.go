@@ -180,7 +180,7 @@ func (p *Platform) deleteInstance(ctx context.Context, gw *Gateway, _ string) (s
 }
 
 // Deleting: the ordered cascade. Each step does the work it still has and
-// reports Progressed, then Done once nothing is left (the seed's "if had X
+// reports Progressed, then Done once nothing is left (the "if had X
 // { delete X; return }").
 
 // deleteChildren returns the step that deletes every document of c owned by

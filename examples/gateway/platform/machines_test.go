@@ -20,7 +20,7 @@ func TestMachinesBuild(t *testing.T) {
 }
 
 // TestGatewayMachineRejectsHoles removes, one at a time, each rule that covers
-// a (State, Phase) pair in a resting phase (the seed's "vn8ofl" gateway lacked
+// a (State, Phase) pair in a resting phase (a stopped gateway lacked
 // the one for (Deleted, Stopped)): the machine must not build, and the error
 // must name the uncovered pair.
 func TestGatewayMachineRejectsHoles(t *testing.T) {
@@ -39,13 +39,13 @@ func TestGatewayMachineRejectsHoles(t *testing.T) {
 			}
 		})
 	}
-	t.Run("vn8ofl through New", func(t *testing.T) {
+	t.Run("stuck gateway through New", func(t *testing.T) {
 		holed := GatewayDefinition()
 		holed.Rules = slices.DeleteFunc(holed.Rules, func(r sm.Rule[GatewayState, GatewayPhase]) bool {
 			return r.State == Deleted && r.Phase == GatewayStopped
 		})
 		if _, err := sm.New(holed); !errors.Is(err, sm.ErrUncovered) {
-			t.Fatalf("the vn8ofl machine built: %v", err)
+			t.Fatalf("the machine with the stuck gateway's hole built: %v", err)
 		}
 	})
 }

@@ -9,7 +9,7 @@ import (
 )
 
 // The names of a gateway's cluster resources and database. The namespace is
-// the gateway's id; everything else is named after it, as the seed does.
+// the gateway's id; everything else is named after it.
 
 func namespaceRef(gw string) infra.Ref { return infra.Ref{Kind: infra.Namespace, Name: gw} }
 

@@ -14,7 +14,7 @@ import (
 type memberObject = store.Object[MemberSpec, MemberStatus]
 
 // memberCache is the cluster controller's view of the Member documents,
-// fed by a watch: the seed's Lister. It lags the store, so a cluster
+// fed by a watch: a Lister, in Kubernetes' terms. It lags the store, so a cluster
 // reconcile that just created or deleted a member may not see it yet;
 // expectations (one name per member id) tell the reconcile to wait.
 //

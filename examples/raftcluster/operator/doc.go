@@ -1,16 +1,16 @@
-// Package operator is seed 001's declarative database controller on real
+// Package operator is a declarative database controller on real
 // etcd members: a Cluster document says how many members it wants
 // (ClusterSpec.Replicas), and two controllers turn that into a running Raft
 // cluster.
 //
 // # Documents
 //
-// A Cluster owns one Member document per member (the seed's intermediate
-// "Godis" resource), with a controlling owner reference. A Member names the
+// A Cluster owns one Member document per member (an intermediate resource
+// per member), with a controlling owner reference. A Member names the
 // member's id, its loopback URLs, its data directory and the initial cluster
 // it first joins; it owns its process and its data directory, through the
 // finalizer [MemberFinalizer]. The Cluster's status holds the membership
-// record (the seed's initial-cluster ConfigMap), the next id, and the plan in
+// record (an operator's initial-cluster ConfigMap), the next id, and the plan in
 // progress.
 //
 // # The cluster controller
@@ -41,7 +41,7 @@
 //
 // # The member controller
 //
-// It keeps each Member's process running on its data directory (the seed's
+// It keeps each Member's process running on its data directory (an operator's
 // one-replica ReplicaSet and volume): a killed process is started again, as
 // the same etcd member, when the [Runtime] reports its exit or at the next
 // resync. A deleted Member's process is stopped and its data directory removed

@@ -30,7 +30,7 @@ type Runtime interface {
 var _ Runtime = (*etcdproc.Runtime)(nil)
 
 // memberReconciler keeps each Member's process running on its data
-// directory (the seed's one-replica ReplicaSet with its volume), and stops it
+// directory (an operator's one-replica ReplicaSet with its volume), and stops it
 // and removes its data when the document is deleted.
 type memberReconciler struct {
 	members *store.Collection[MemberSpec, MemberStatus]

@@ -42,7 +42,7 @@ func (e *env) recordPlans() *planRecorder {
 	return r
 }
 
-// check stops the recorder and checks the seed's rules on the history: one
+// check stops the recorder and checks the scaling rules on the history: one
 // bootstrap, then plans of exactly one member, and a membership record that
 // changes by at most one member from one status to the next.
 func (r *planRecorder) check(t *testing.T) {

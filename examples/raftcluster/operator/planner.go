@@ -29,7 +29,7 @@ type Decision struct {
 }
 
 // Next decides the one step that brings the cluster closer to o.Replicas,
-// and reports false when there is nothing to do. Its rules are the seed's:
+// and reports false when there is nothing to do. Its rules:
 //
 //   - A cluster never bootstrapped gets all its first members at once.
 //   - Afterwards members come and go one at a time, so the quorum of every

@@ -50,7 +50,7 @@ func TestNext(t *testing.T) {
 
 // TestNextProperties drives the planner through random intents, hand
 // deletions and leaders, applying each step as the controller would, and
-// checks the seed's rules: after the bootstrap the membership changes by one
+// checks the scaling rules: after the bootstrap the membership changes by one
 // member per step, an id is never handed out twice, and the cluster reaches
 // the intent.
 func TestNextProperties(t *testing.T) {
@@ -126,7 +126,7 @@ func TestNextProperties(t *testing.T) {
 	})
 }
 
-// ExampleNext shows the seed's id sequence: 1,2,3 scaled to 2 and then to 4
+// ExampleNext shows the id sequence: 1,2,3 scaled to 2 and then to 4
 // gives 1,2,4,5 — the id 3 is never used again.
 func ExampleNext() {
 	o := operator.Observed{Replicas: 3}

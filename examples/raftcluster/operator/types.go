@@ -46,7 +46,7 @@ type ClusterStatus struct {
 	// NextID is the id the next member will get. Ids below it were handed out
 	// once and are never handed out again. Zero means 1.
 	NextID int `json:"nextID,omitempty"`
-	// Members is the membership record, the seed's initial-cluster
+	// Members is the membership record, an operator's initial-cluster
 	// ConfigMap: the members the cluster has or is getting, with their URLs.
 	// A joining member is recorded here, with the plan, before it is added
 	// to Raft; a leaving one stays until it has left.

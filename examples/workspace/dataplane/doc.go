@@ -1,4 +1,4 @@
-// Package dataplane is the cloud-workspace data plane of seed 003 built on
+// Package dataplane is the cloud-workspace data plane built on
 // tend: the Workspace document, its machine, and the WorkspaceController
 // ([Controller]) that drives each workspace's container and volume through
 // an [InstanceController] and a [StorageProvider].

@@ -22,7 +22,7 @@ const (
 	StateDeleted  State = "DELETED"
 )
 
-// Phase is a workspace's progress. Resting phases are the seed's phases; the
+// Phase is a workspace's progress. Resting phases are the workspace's phases; the
 // transitional ones are its operations, at most one at a time, never
 // pre-empted.
 type Phase string

@@ -1,5 +1,5 @@
 // Package docker holds the Docker backends of the workspace data plane, as
-// seed 003 names them: a container is a Docker container, a volume a Docker
+// the data plane names them: a container is a Docker container, a volume a Docker
 // volume. It talks to the engine through the Docker Engine API client
 // (github.com/moby/moby/client), never the docker command.
 //
@@ -12,7 +12,7 @@
 // that Start picks and records in the container's [LabelAddr] label. A
 // container is running when the engine says so and it answers its health
 // check with its own name. Delete is a forced remove: SIGKILL, as the
-// seed's immediate stop does. Nothing is kept in memory: a restarted
+// data plane's immediate stop asks. Nothing is kept in memory: a restarted
 // controller reads everything back from the engine.
 //
 // # The image, from no registry

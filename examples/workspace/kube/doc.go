@@ -13,7 +13,7 @@
 // the Docker backend's image does, with that server's health check as its
 // readiness probe. The workspace is running when the Pod is Running and
 // Ready. Delete removes the Pod with a grace period of zero: the kubelet
-// kills its container at once (SIGKILL), as the seed's immediate stop does.
+// kills its container at once (SIGKILL), as the data plane's immediate stop asks.
 //
 // Under kwok, which the test command runs in place of kubelets, no
 // container runs: the scheduler binds the Pod to a fake node and kwok marks

@@ -9,7 +9,7 @@
 // first thing in main and TestMain), serving the home volume over HTTP on a
 // loopback port (GET reads a file, PUT writes one). The container is running
 // when it answers its health check with its own name, which is what a proxy
-// needs to know. Delete sends SIGKILL, as the seed's immediate stop does.
+// needs to know. Delete sends SIGKILL, as the data plane's immediate stop asks.
 //
 // A process rather than an http.Server per workspace in the controller
 // process: a container then has its own lifetime, address and failure
