@@ -113,7 +113,7 @@ func drawGatewayWorld(t *rapid.T) *gatewayWorld {
 	}
 }
 
-// deleteBatch is the seed's "if had X { delete X; return }": a step that
+// deleteBatch is the "if had X { delete X; return }" pattern: a step that
 // removes some documents reports progress, and Done once none are left.
 func (w *gatewayWorld) deleteBatch(n *int, flag *bool) sm.Outcome {
 	if *n == 0 {
@@ -177,7 +177,7 @@ func (w *gatewayWorld) Observe(now time.Time) []sm.Observation {
 	}
 }
 
-// Check holds the seed's ordering rules: routes only in front of a running
+// Check holds the gateway's ordering rules: routes only in front of a running
 // Deployment (routes go first), a Deployment only with its database and
 // namespace (the database goes after it), and the cascade's order.
 func (w *gatewayWorld) Check(state, sm.Status[state, phase]) error {

@@ -19,10 +19,9 @@ type row struct {
 	target []check  // all must hold for the row to be met
 }
 
-// tables are the generated sections, with the targets the issues set for
-// them: the workqueue's in issue 2, the store's in issue 4, the
-// controller's (dispatch, convergence) in issue 5, the PostgreSQL and etcd
-// backends' in issue 7.
+// tables are the generated sections, with the targets the project set for
+// them: the workqueue's, the store's, the controller's (dispatch,
+// convergence), and the PostgreSQL and etcd backends'.
 var tables = []table{
 	{
 		name:    "workqueue",
@@ -133,7 +132,7 @@ var tables = []table{
 		},
 	},
 	// The cascade benchmarks of package cascade and of the gateway example,
-	// with issue 6's target for the gateway's cascade delete.
+	// with the target for the gateway's cascade delete.
 	{
 		name:    "cascade",
 		columns: []string{"tend"},
@@ -149,7 +148,7 @@ var tables = []table{
 			{label: "gateway example: ordered cascade delete of one gateway, zero simulated delay, memory store", unit: "ms/delete",
 				bench: []string{"CascadeDelete"}, target: []check{below(50)}},
 			{label: "same: store writes per delete", unit: "writes/delete", bench: []string{"CascadeDelete"}},
-			{label: "same: speed-up over the seed's design (one step per 1 s tick, ≥ 6 s)", unit: "x-faster-than-seed",
+			{label: "same: speed-up over a one-step-per-tick design (1 s ticks, ≥ 6 s)", unit: "x-faster-than-seed",
 				bench: []string{"CascadeDelete"}},
 		},
 	},
@@ -170,7 +169,7 @@ var tables = []table{
 }
 
 // backend returns the table of the benchmarks of backends/NAME, the store
-// on server, with issue 7's targets for the convergence of 10,000 documents.
+// on server, with the targets for the convergence of 10,000 documents.
 // serverCPU says whether the server is a process of its own, whose CPU time
 // the benchmark reports apart.
 func backend(name, server string, serverCPU bool) table {
