@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -89,6 +90,9 @@ type HasRequests interface {
 // whatever the outcome; any other non-nil error means Failed unless the
 // outcome is FailedTerminal.
 //
+// A step that panics has failed: the driver recovers the panic and records
+// it, stack included, as a failed attempt.
+//
 // A step may record what it made in obj.Status (outside the machine's part):
 // the driver writes obj.Status with the step's outcome, in the same write,
 // whenever the outcome changes the machine's status (Done always does).
@@ -163,7 +167,24 @@ type DriverConfig[Spec, Status any] struct {
 	// (tend_phase_transitions_total and tend_phase_duration_seconds, with a
 	// kind label). Nil means no metrics.
 	MetricsRegisterer prometheus.Registerer
+
+	// defects are faults planted by this package's tests, to prove that a
+	// harness catches them. Never set outside those tests.
+	defects defect
 }
+
+// defect is a fault a test plants in a driver: a harness that never fails on
+// one proves nothing.
+type defect int
+
+const (
+	// defectNoBackoff retries a failed step at once: the retry time kept in
+	// status is ignored.
+	defectNoBackoff defect = 1 << iota
+	// defectRequestsLost records every request token as served the moment it
+	// is seen, whether or not an operation serves it.
+	defectRequestsLost
+)
 
 // Driver is the [Reconciler] of documents governed by a
 // statemachine.Machine: for each key, it drives the document's Phase towards
@@ -331,6 +352,7 @@ func NewDriver[Spec HasIntent[S], Status any, PStatus interface {
 		progress:  cmp.Or(cfg.ProgressInterval, DefaultProgressInterval),
 		conflicts: cmp.Or(cfg.ConflictRetries, DefaultConflictRetries),
 		backoff:   cfg.Backoff,
+		defects:   cfg.defects,
 	}
 	if d.backoff == nil {
 		d.backoff = workqueue.DefaultBackoff()
@@ -430,6 +452,7 @@ type phaseDriver[Spec HasIntent[S], Status any, PStatus interface {
 	conflicts int
 	backoff   workqueue.Backoff
 	metrics   *phaseMetrics[S, P] // nil when metrics are off
+	defects   defect              // planted by tests only
 
 	echoes // the driver's own writes, which its source does not queue
 }
@@ -549,7 +572,7 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) pass(ctx context.Context, log
 	read := d.machineStatus(obj)
 	st := read
 	if op := st.Operation; op != nil && !op.RetryAt.IsZero() &&
-		(obj.Generation != st.ObservedGeneration || obj.Terminating() != st.ObservedDeletion) {
+		(obj.Generation != st.ObservedGeneration || obj.Terminating() != st.ObservedDeletion || d.defects&defectNoBackoff != 0) {
 		// A spec change or a deletion request retries a failed step at once.
 		retry := *op
 		retry.RetryAt = time.Time{}
@@ -662,6 +685,9 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) pass(ctx context.Context, log
 		}
 		err := fmt.Errorf("%s %q: step %s of operation %s (%v), attempt %d: %w", d.c.Kind(), obj.Key, dec.Step,
 			dec.Operation.ID, dec.Operation.Phase, next.Operation.Attempts, cmp.Or(r.Err, errors.New(r.Outcome.String())))
+		if d.defects&defectNoBackoff != 0 {
+			return end(Result{}, RetryAfter(err, 0))
+		}
 		return end(Result{}, RetryAfter(err, until(r.Now, next.Operation.RetryAt.Sub(r.Now), dec.Deadline)))
 	}
 	return end(Result{}, nil)
@@ -695,6 +721,12 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) fold(obj *store.Object[Spec, 
 		reqs := hr.Requests()
 		for _, name := range d.requests {
 			st = st.Request(name, reqs[name]...)
+		}
+		if d.defects&defectRequestsLost != 0 {
+			st.Requests = slices.Clone(st.Requests)
+			for i := range st.Requests {
+				st.Requests[i].Served = slices.Clone(st.Requests[i].Tokens)
+			}
 		}
 	}
 	for _, name := range d.computed {
@@ -816,7 +848,7 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) run(ctx context.Context, obj 
 	ps := d.phases[dec.Phase]
 	stepCtx, cancel := context.WithTimeoutCause(ctx, ps.Bounds.StepTimeout, errStepTimeout)
 	defer cancel()
-	out, err := d.steps[dec.Step](stepCtx, obj, dec.Operation.ID)
+	out, err := callStep(stepCtx, d.steps[dec.Step], obj, dec.Operation.ID)
 	if ctx.Err() == nil && context.Cause(stepCtx) == errStepTimeout && out != statemachine.Done {
 		return statemachine.Failed, fmt.Errorf("step %s timed out after %v: %w", dec.Step, ps.Bounds.StepTimeout, cmp.Or(err, errStepTimeout))
 	}
@@ -827,6 +859,17 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) run(ctx context.Context, obj 
 		return statemachine.Failed, err
 	}
 	return out, err
+}
+
+// callStep calls step; a panic is recovered and returned as the step's
+// failure, so it counts as an attempt, with the same backoff and bounds.
+func callStep[Spec, Status any](ctx context.Context, step Step[Spec, Status], obj *store.Object[Spec, Status], opID string) (out statemachine.Outcome, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			out, err = statemachine.Failed, &panicError{value: p, stack: debug.Stack()}
+		}
+	}()
+	return step(ctx, obj, opID)
 }
 
 // observe runs the observers of the conditions reqs name (a completion's, or

@@ -1,0 +1,82 @@
+package drivertest
+
+import (
+	"fmt"
+	"time"
+)
+
+// kind is what an action does.
+type kind int
+
+const (
+	doIntent     kind = iota // the user writes a new intent
+	doRequest                // the user writes a new request token
+	doDelete                 // the user deletes the document through the store
+	doRelease                // another owner's finalizer on the document is removed
+	doRecreate               // the user creates the document again after it was removed
+	doFail                   // the next call of a step fails before its effect
+	doFailAfter              // the next call of a step has its effect, then fails
+	doTerminal               // the next call of a step fails terminally
+	doPanic                  // the next call of a step panics
+	doSlow                   // the next call of a step takes d, or until its context ends
+	doCrashAfter             // the next call of a step has its effect, then its replica dies before recording it
+	doBreak                  // every call of a step fails until the faults heal
+	doFlip                   // the next observations of a condition read false
+	doHeal                   // every fault stops
+	doCrash                  // a replica dies and restarts
+	doPartition              // a replica's store calls fail until the faults heal
+	doSleep                  // virtual time passes
+)
+
+// action is one thing that happens to a run: a user's write, a fault, time.
+type action[S any] struct {
+	kind    kind
+	intent  S             // doIntent, doRecreate
+	name    string        // the request (doRequest), condition (doFlip) or step (faults of steps)
+	replica int           // doCrash, doPartition
+	d       time.Duration // doSlow, doSleep
+}
+
+// String describes a for a failure report, one line per action.
+func (a action[S]) String() string {
+	switch a.kind {
+	case doIntent:
+		return fmt.Sprintf("set intent %v", a.intent)
+	case doRequest:
+		return fmt.Sprintf("request %s", a.name)
+	case doDelete:
+		return "delete the document"
+	case doRelease:
+		return "remove the other owner's finalizer"
+	case doRecreate:
+		return fmt.Sprintf("create the document again with intent %v", a.intent)
+	case doFail:
+		return fmt.Sprintf("fail the next call of step %s before its effect", a.name)
+	case doFailAfter:
+		return fmt.Sprintf("fail the next call of step %s after its effect", a.name)
+	case doTerminal:
+		return fmt.Sprintf("fail the next call of step %s terminally", a.name)
+	case doPanic:
+		return fmt.Sprintf("panic in the next call of step %s", a.name)
+	case doSlow:
+		return fmt.Sprintf("make the next call of step %s take %v", a.name, a.d)
+	case doCrashAfter:
+		return fmt.Sprintf("crash the replica after the effect of the next call of step %s, before it is recorded", a.name)
+	case doBreak:
+		return fmt.Sprintf("fail every call of step %s until healed", a.name)
+	case doFlip:
+		return fmt.Sprintf("read condition %s false for the next 3 observations", a.name)
+	case doHeal:
+		return "heal every fault"
+	case doCrash:
+		return fmt.Sprintf("crash replica %d and restart it", a.replica)
+	case doPartition:
+		return fmt.Sprintf("cut replica %d off the store until healed", a.replica)
+	case doSleep:
+		return fmt.Sprintf("wait %v", a.d)
+	}
+	return fmt.Sprintf("action(%d)", int(a.kind))
+}
+
+// flipped is how many observations of a condition a doFlip reads false.
+const flipped = 3

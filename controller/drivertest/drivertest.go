@@ -1,0 +1,214 @@
+package drivertest
+
+import (
+	"os"
+	"strings"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/tendhq/tend/controller"
+)
+
+// Check runs the property test of cfg under [rapid.Check]: rapid's number of
+// cases (-rapid.checks, 100 by default), each a new run with its own random
+// actions; a failing run is shrunk to a minimal list of actions, printed one
+// per line, and replays with -rapid.seed (or -rapid.failfile).
+func Check[Spec controller.HasIntent[S], Status any, PStatus interface {
+	*Status
+	controller.HasMachineStatus[S, P]
+}, S, P comparable](t *testing.T, cfg Config[Spec, Status, S, P]) {
+	t.Helper()
+	rapid.Check(t, Property[Spec, Status, PStatus](t, cfg))
+}
+
+// Property returns the property [Check] runs, for a test that drives rapid
+// itself. t is the test's own: each case runs in a testing/synctest bubble
+// of t. An invalid cfg fails t at once.
+func Property[Spec controller.HasIntent[S], Status any, PStatus interface {
+	*Status
+	controller.HasMachineStatus[S, P]
+}, S, P comparable](t *testing.T, cfg Config[Spec, Status, S, P]) func(*rapid.T) {
+	t.Helper()
+	cfg, err := cfg.validate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(rt *rapid.T) {
+		seed := rapid.Uint64().Draw(rt, "world seed")
+		first := drawIntent(rt, cfg, "first intent")
+		hold := rapid.Bool().Draw(rt, "another owner's finalizer")
+		// Every draw happens here, outside the run's bubble, where rapid
+		// may abort a case it is shrinking.
+		actions := make([]action[S], rapid.IntRange(0, 40).Draw(rt, "actions"))
+		for i := range actions {
+			actions[i] = drawAction(rt, cfg, i+1)
+		}
+		next := func(*run[Spec, Status, PStatus, S, P]) (action[S], bool) {
+			if len(actions) == 0 {
+				return action[S]{}, false
+			}
+			a := actions[0]
+			actions = actions[1:]
+			return a, true
+		}
+		if f := execute(t, cfg, seed, first, hold, next); f != nil {
+			rt.Fatal(f.Error())
+		}
+	}
+}
+
+// Failure is a run that broke a property: what went wrong, and what
+// happened, in order.
+type Failure struct {
+	// Problems are the properties broken, first first.
+	Problems []string
+	// Log is the run: each action, the faults step calls suffered, and how
+	// it ended.
+	Log []string
+}
+
+// Error describes f, problems first.
+func (f *Failure) Error() string {
+	return fmt.Sprintf("%s\nrun:\n%s", joinLines(f.Problems), joinLines(f.Log))
+}
+
+// execute runs one run in a bubble of t: it creates the document with
+// intent first, performs the actions next returns, then heals every fault and
+// checks that the document settles. It returns the run's failure, or nil.
+func execute[Spec controller.HasIntent[S], Status any, PStatus interface {
+	*Status
+	controller.HasMachineStatus[S, P]
+}, S, P comparable](t *testing.T, cfg Config[Spec, Status, S, P], seed uint64, first S, hold bool,
+	next func(*run[Spec, Status, PStatus, S, P]) (action[S], bool)) *Failure {
+	var f *Failure
+	synctest.Test(t, func(t *testing.T) {
+		var (
+			mu  sync.Mutex
+			log []string
+		)
+		logf := func(format string, args ...any) {
+			mu.Lock()
+			defer mu.Unlock()
+			log = append(log, fmt.Sprintf("%8s  ", virtual(time.Now()))+fmt.Sprintf(format, args...))
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		r, err := newRun[Spec, Status, PStatus](ctx, cfg, rand.New(rand.NewPCG(seed, seed>>1|1)), logf)
+		if err != nil {
+			cancel()
+			f = &Failure{Problems: []string{err.Error()}}
+			return
+		}
+		var watching sync.WaitGroup
+		watching.Go(func() { r.watch(ctx) })
+		logf("create the document with intent %v%s", first, map[bool]string{true: ", and another owner's finalizer"}[hold])
+		r.create(first, hold)
+		for id := range cfg.Replicas {
+			if err := r.start(id); err != nil {
+				r.problem("starting replica %d: %v", id, err)
+			}
+		}
+		for len(r.failed()) == 0 {
+			a, ok := next(r)
+			if !ok {
+				break
+			}
+			r.act(a)
+		}
+		if len(r.failed()) == 0 {
+			r.quiesce()
+		}
+		cancel()
+		r.stop()
+		watching.Wait()
+		if os.Getenv("DT_DEBUG") != "" {
+			fmt.Println(strings.Join(log, "\n"), "\n----")
+		}
+		if problems := r.failed(); len(problems) > 0 {
+			mu.Lock()
+			f = &Failure{Problems: problems, Log: log}
+			mu.Unlock()
+		}
+	})
+	return f
+}
+
+// epoch is where every bubble's clock starts.
+var epoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// virtual formats the virtual time since the run began.
+func virtual(now time.Time) string {
+	return now.Sub(epoch).Truncate(time.Millisecond).String()
+}
+
+// drawIntent draws an intent the machine admits in its initial phase.
+func drawIntent[Spec controller.HasIntent[S], Status any, S, P comparable](t *rapid.T, cfg Config[Spec, Status, S, P], label string) S {
+	var admitted []S
+	for _, s := range cfg.Machine.States() {
+		if cfg.Machine.Admit(s, cfg.Machine.Initial()) == nil {
+			admitted = append(admitted, s)
+		}
+	}
+	if len(admitted) == 0 {
+		t.Fatalf("machine %s admits no intent in its initial phase %v", cfg.Machine.Name(), cfg.Machine.Initial())
+	}
+	return rapid.SampledFrom(admitted).Draw(t, label)
+}
+
+// drawAction draws the i-th action of a run: writes a user makes, faults,
+// crashes and time.
+func drawAction[Spec controller.HasIntent[S], Status any, S, P comparable](t *rapid.T, cfg Config[Spec, Status, S, P], i int) action[S] {
+	m := cfg.Machine
+	kinds := []kind{doIntent, doIntent, doIntent, doIntent, doDelete, doRelease, doRecreate,
+		doFail, doFail, doFailAfter, doPanic, doSlow, doCrashAfter, doCrashAfter, doBreak, doBreak, doHeal, doCrash,
+		doSleep, doSleep, doSleep, doSleep, doSleep, doSleep}
+	if len(m.Requests()) > 0 {
+		kinds = append(kinds, doRequest, doRequest, doRequest)
+	}
+	if len(m.Conditions()) > 0 {
+		kinds = append(kinds, doFlip)
+	}
+	if cfg.TerminalFailures {
+		kinds = append(kinds, doTerminal)
+	}
+	if cfg.Replicas > 1 {
+		kinds = append(kinds, doPartition, doCrash)
+	}
+	label := func(what string) string { return fmt.Sprintf("action %d %s", i, what) }
+	a := action[S]{kind: rapid.SampledFrom(kinds).Draw(t, label("kind"))}
+	switch a.kind {
+	case doIntent, doRecreate:
+		a.intent = rapid.SampledFrom(m.States()).Draw(t, label("intent"))
+	case doRequest:
+		a.name = rapid.SampledFrom(m.Requests()).Draw(t, label("request"))
+	case doFlip:
+		a.name = rapid.SampledFrom(m.Conditions()).Draw(t, label("condition"))
+	case doCrash, doPartition:
+		a.replica = rapid.IntRange(0, cfg.Replicas-1).Draw(t, label("replica"))
+	case doFail, doFailAfter, doTerminal, doPanic, doCrashAfter, doBreak:
+		a.name = rapid.SampledFrom(m.Steps()).Draw(t, label("step"))
+	case doSlow:
+		a.name = rapid.SampledFrom(m.Steps()).Draw(t, label("step"))
+		a.d = drawDuration(t, label("duration"), cfg.LeaseDuration*3)
+	case doSleep:
+		a.d = drawDuration(t, label("duration"), cfg.Horizon/2)
+	}
+	return a
+}
+
+// drawDuration draws 0 (run until everything waits), or a duration up to
+// limit on a roughly logarithmic scale.
+func drawDuration(t *rapid.T, label string, limit time.Duration) time.Duration {
+	scales := []time.Duration{0, time.Millisecond, 100 * time.Millisecond, 5 * time.Second, 2 * time.Minute, limit}
+	scale := rapid.SampledFrom(scales).Draw(t, label+" scale")
+	if scale == 0 {
+		return 0
+	}
+	return time.Duration(rapid.Int64Range(1, int64(min(scale, limit))).Draw(t, label))
+}

@@ -1,0 +1,518 @@
+package drivertest
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tendhq/tend/backends/memory"
+	"github.com/tendhq/tend/controller"
+	"github.com/tendhq/tend/statemachine"
+	"github.com/tendhq/tend/store"
+	"github.com/tendhq/tend/workqueue"
+)
+
+// Errors the harness injects.
+var (
+	errInjected    = errors.New("drivertest: injected step failure")
+	errBroken      = errors.New("drivertest: step broken until healed")
+	errCrashed     = errors.New("drivertest: replica crashed")
+	errPartitioned = errors.New("drivertest: replica cut off the store")
+)
+
+// holdFinalizer is the finalizer of "another owner" the harness may put on a
+// document, so that its removal waits for doRelease.
+const holdFinalizer = "drivertest.tend.dev/other-owner"
+
+// key is the key of the one document a run drives.
+const key = "doc"
+
+// run is one run of the harness: a memory store, the world, the replicas
+// running the driver, the faults in force and what the run has seen.
+type run[Spec controller.HasIntent[S], Status any, PStatus interface {
+	*Status
+	controller.HasMachineStatus[S, P]
+}, S, P comparable] struct {
+	cfg     Config[Spec, Status, S, P]
+	ctx     context.Context
+	mem     *memory.Store
+	world   World[Spec, Status]
+	coll    *store.Collection[Spec, Status] // the user's view of the store
+	client  *controller.Driver[Spec, Status]
+	backoff workqueue.Backoff
+	edges   map[statemachine.Edge[P]]bool
+	final   *S
+	moot    map[string]bool // requests that some phase declares moot
+	logf    func(format string, args ...any)
+
+	mu          sync.Mutex // guards everything below
+	oneShot     []action[S]
+	broken      map[string]bool // steps failing until healed
+	flips       map[string]int
+	partitioned map[int]bool
+	replicas    []*replica
+	inFlight    map[string]int // replica in a step call, by document key
+	streak      *streak
+	disruptions int // writes by others, crashes and partitions: each may lose a failure's record
+	servedBy    map[string]map[string]bool // request token → ids of the operations that carried it
+	problems    []string
+	tokens      int
+	deleted     bool // deletion of the current document was requested
+	restarts    sync.WaitGroup
+}
+
+// replica is one incarnation of a replica: a manager running the driver's
+// controller and the world's.
+type replica struct {
+	id     int
+	dead   atomic.Bool
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// streak is a run of consecutive failed calls of one step of one operation
+// on one generation of the spec.
+type streak struct {
+	op, step    string
+	generation  int64
+	terminating bool
+	start       time.Time
+	calls       int
+	disruptions int // the run's disruptions when the streak began
+}
+
+// newRun makes the store, the world and the user's view of a run.
+func newRun[Spec controller.HasIntent[S], Status any, PStatus interface {
+	*Status
+	controller.HasMachineStatus[S, P]
+}, S, P comparable](ctx context.Context, cfg Config[Spec, Status, S, P], rnd *rand.Rand, logf func(string, ...any)) (*run[Spec, Status, PStatus, S, P], error) {
+	r := &run[Spec, Status, PStatus, S, P]{cfg: cfg, ctx: ctx, logf: logf,
+		edges: map[statemachine.Edge[P]]bool{}, moot: map[string]bool{}, flips: map[string]int{}, broken: map[string]bool{},
+		partitioned: map[int]bool{}, inFlight: map[string]int{}, servedBy: map[string]map[string]bool{}}
+	var err error
+	if r.mem, err = memory.New(memory.Config{Kinds: cfg.Kinds}); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	if r.world, err = cfg.World(Env{Backend: r.mem, Rand: rnd}); err != nil {
+		return nil, fmt.Errorf("drivertest: World: %w", err)
+	}
+	if r.coll, err = store.NewCollection[Spec, Status](r.mem, cfg.Kind, store.CollectionConfig{}); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	if r.client, err = controller.NewDriver[Spec, Status, PStatus](r.coll, cfg.Machine, r.world.Driver); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	r.backoff = cmp.Or[workqueue.Backoff](r.world.Driver.Backoff, workqueue.DefaultBackoff())
+	for _, e := range cfg.Machine.Edges() {
+		r.edges[e] = true
+	}
+	def := cfg.Machine.Definition()
+	for _, s := range def.Settled {
+		if s.Final {
+			r.final = &s.State
+		}
+	}
+	for _, rq := range def.Requests {
+		r.moot[rq.Name] = len(rq.Moot) > 0
+	}
+	return r, nil
+}
+
+// problem records a broken property; the run fails with the first.
+func (r *run[Spec, Status, PStatus, S, P]) problem(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.problems = append(r.problems, fmt.Sprintf(format, args...))
+}
+
+// failed returns the problems recorded so far.
+func (r *run[Spec, Status, PStatus, S, P]) failed() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.problems)
+}
+
+// status returns the machine's part of obj's status.
+func status[Spec any, Status any, PStatus interface {
+	*Status
+	controller.HasMachineStatus[S, P]
+}, S, P comparable](obj *store.Object[Spec, Status]) *statemachine.Status[S, P] {
+	return PStatus(&obj.Status).MachineStatus()
+}
+
+// start starts replica id: a new incarnation, with a new driver, controller
+// and manager over its own view of the store.
+func (r *run[Spec, Status, PStatus, S, P]) start(id int) error {
+	rep := &replica{id: id, done: make(chan struct{})}
+	v := &view{Backend: r.mem, cut: func() error {
+		switch {
+		case rep.dead.Load():
+			return errCrashed
+		case r.isPartitioned(id):
+			return errPartitioned
+		}
+		return nil
+	}}
+	coll, err := store.NewCollection[Spec, Status](v, r.cfg.Kind, store.CollectionConfig{})
+	if err != nil {
+		return err
+	}
+	dc := r.world.Driver
+	dc.Steps = make(map[string]controller.Step[Spec, Status], len(r.world.Driver.Steps))
+	for name, step := range r.world.Driver.Steps {
+		dc.Steps[name] = r.step(rep, name, step)
+	}
+	dc.Observers = make(map[string]controller.Observer[Spec, Status], len(r.world.Driver.Observers))
+	for name, obs := range r.world.Driver.Observers {
+		dc.Observers[name] = r.observer(name, obs)
+	}
+	d, err := controller.NewDriver[Spec, Status, PStatus](coll, r.cfg.Machine, dc)
+	if err != nil {
+		return err
+	}
+	sources := []controller.Source{d.Source()}
+	if r.world.Sources != nil {
+		sources = append(sources, r.world.Sources(v)...)
+	}
+	c, err := controller.New(controller.Config{Name: "driver", Reconciler: d, Sources: sources})
+	if err != nil {
+		return err
+	}
+	controllers := []*controller.Controller{c}
+	if r.world.Controllers != nil {
+		more, err := r.world.Controllers(v)
+		if err != nil {
+			return fmt.Errorf("drivertest: World.Controllers: %w", err)
+		}
+		controllers = append(controllers, more...)
+	}
+	m, err := controller.NewManager(controller.ManagerConfig{Controllers: controllers, Mode: r.cfg.Mode, Leaser: v,
+		Identity: fmt.Sprintf("replica-%d", id), LeaseDuration: r.cfg.LeaseDuration, Shards: 4})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(r.ctx)
+	rep.cancel = cancel
+	r.mu.Lock()
+	for len(r.replicas) <= id {
+		r.replicas = append(r.replicas, nil)
+	}
+	r.replicas[id] = rep
+	r.mu.Unlock()
+	go func() {
+		defer close(rep.done)
+		_ = m.Run(ctx)
+	}()
+	return nil
+}
+
+// crash kills replica id at once (its store calls fail from now on) and
+// starts a new incarnation once the old one has stopped.
+func (r *run[Spec, Status, PStatus, S, P]) crash(id int) {
+	r.mu.Lock()
+	rep := r.replicas[id]
+	r.disruptions++ // a failure it had not recorded is retried at once
+	r.mu.Unlock()
+	if rep == nil || !rep.dead.CompareAndSwap(false, true) {
+		return
+	}
+	rep.cancel()
+	r.restarts.Go(func() {
+		<-rep.done
+		if r.ctx.Err() != nil {
+			return
+		}
+		if err := r.start(id); err != nil {
+			r.problem("restarting replica %d: %v", id, err)
+		}
+	})
+}
+
+// stop stops every replica and waits for them.
+func (r *run[Spec, Status, PStatus, S, P]) stop() {
+	r.restarts.Wait()
+	r.mu.Lock()
+	reps := slices.Clone(r.replicas)
+	r.mu.Unlock()
+	for _, rep := range reps {
+		rep.cancel()
+		<-rep.done
+	}
+}
+
+func (r *run[Spec, Status, PStatus, S, P]) isPartitioned(id int) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.partitioned[id]
+}
+
+// step wraps a step of replica rep: it checks the calls, injects the faults
+// in force and records failures.
+func (r *run[Spec, Status, PStatus, S, P]) step(rep *replica, name string, step controller.Step[Spec, Status]) controller.Step[Spec, Status] {
+	return func(ctx context.Context, obj *store.Object[Spec, Status], opID string) (out statemachine.Outcome, err error) {
+		start := time.Now()
+		f := r.enter(rep, name, obj, opID, start)
+		defer func() { r.exit(obj, name, opID, start, out, err) }()
+		switch f.kind {
+		case doFail:
+			return statemachine.Failed, errInjected
+		case doTerminal:
+			return statemachine.FailedTerminal, errInjected
+		case doPanic:
+			panic(errInjected)
+		case doBreak:
+			return statemachine.Failed, errBroken
+		case doSlow:
+			t := time.NewTimer(f.d)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return statemachine.Failed, ctx.Err()
+			case <-t.C:
+			}
+		}
+		out, err = step(ctx, obj, opID)
+		switch f.kind {
+		case doFailAfter:
+			return statemachine.Failed, errInjected
+		case doCrashAfter:
+			r.crash(rep.id)
+		}
+		return out, err
+	}
+}
+
+// enter checks a step call as it starts and returns the fault it is to
+// suffer (kind doIntent: none).
+func (r *run[Spec, Status, PStatus, S, P]) enter(rep *replica, name string, obj *store.Object[Spec, Status], opID string, now time.Time) action[S] {
+	ms := status[Spec, Status, PStatus](obj)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	fail := func(format string, args ...any) { r.problems = append(r.problems, fmt.Sprintf(format, args...)) }
+	if r.inFlight[obj.Key] > 0 {
+		fail("step %q of %s ran on replica %d while replica %d was in a step call of the same document",
+			name, opID, rep.id, r.inFlight[obj.Key]-1)
+	}
+	r.inFlight[obj.Key] = rep.id + 1
+	op := ms.Operation
+	switch {
+	case op == nil || op.ID != opID:
+		fail("step %q ran under operation %s, which is not the operation stored (%+v)", name, opID, op)
+	case !op.RetryAt.IsZero() && now.Before(op.RetryAt) && obj.Generation == ms.ObservedGeneration && obj.Terminating() == ms.ObservedDeletion:
+		fail("step %q of %s ran at %v, before its stored retry time %v, with no change of spec since",
+			name, opID, now.Format(time.StampMilli), op.RetryAt.Format(time.StampMilli))
+	}
+	if s := r.streak; s != nil && s.op == opID && s.step == name && s.generation == obj.Generation && s.terminating == obj.Terminating() {
+		s.calls++
+		if allowed := 1 + callsWithin(r.backoff, now.Sub(s.start)) + r.disruptions - s.disruptions; s.calls > allowed {
+			fail("step %q of %s failed and was called %d times in %v; its backoff allows %d",
+				name, opID, s.calls, now.Sub(s.start), allowed)
+			r.streak = nil
+		}
+	}
+	var f action[S]
+	if i := slices.IndexFunc(r.oneShot, func(a action[S]) bool { return a.name == name }); i >= 0 {
+		f = r.oneShot[i]
+		r.oneShot = slices.Delete(r.oneShot, i, i+1)
+	}
+	if r.broken[name] {
+		f.kind = doBreak
+	}
+	if f.kind != doIntent {
+		r.logf("  step %q of %s on replica %d: %v", name, opID, rep.id, f)
+	} else {
+		r.logf("  step %q of %s on replica %d", name, opID, rep.id)
+	}
+	return f
+}
+
+// exit records how a step call ended.
+func (r *run[Spec, Status, PStatus, S, P]) exit(obj *store.Object[Spec, Status], name, opID string, start time.Time, out statemachine.Outcome, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.inFlight[obj.Key] = 0
+	failed := err != nil || out == statemachine.Failed || out == statemachine.FailedTerminal || out == 0
+	switch s := r.streak; {
+	case !failed:
+		r.streak = nil
+	case s == nil || s.op != opID || s.step != name || s.generation != obj.Generation || s.terminating != obj.Terminating():
+		r.streak = &streak{op: opID, step: name, generation: obj.Generation, terminating: obj.Terminating(),
+			start: start, calls: 1, disruptions: r.disruptions}
+	}
+}
+
+// callsWithin returns how many retries of a failing step backoff b allows
+// within d of its first failure.
+func callsWithin(b workqueue.Backoff, d time.Duration) int {
+	n, sum := 0, time.Duration(0)
+	for n < 1_000_000 {
+		if sum += b.Delay(n + 1); sum > d {
+			break
+		}
+		n++
+	}
+	return n
+}
+
+// observer wraps an observer: a flipped condition reads false.
+func (r *run[Spec, Status, PStatus, S, P]) observer(name string, obs controller.Observer[Spec, Status]) controller.Observer[Spec, Status] {
+	return func(ctx context.Context, obj *store.Object[Spec, Status]) (bool, string, error) {
+		ok, reason, err := obs(ctx, obj)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if ok && err == nil && r.flips[name] > 0 {
+			r.flips[name]--
+			return false, "drivertest: read false", nil
+		}
+		return ok, reason, err
+	}
+}
+
+// watch checks every write of the run's documents, in revision order: the
+// phase moves only along the machine's edges, and every request token is
+// carried by at most one operation and recorded served only once one has
+// carried it.
+func (r *run[Spec, Status, PStatus, S, P]) watch(ctx context.Context) {
+	w, err := r.mem.Watch(ctx, r.cfg.Kind, 0)
+	if err != nil {
+		r.problem("watching %s: %v", r.cfg.Kind, err)
+		return
+	}
+	defer func() { _ = w.Close() }()
+	last := map[string]P{} // by uid
+	for {
+		ev, err := w.Next(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				r.problem("watching %s: %v", r.cfg.Kind, err)
+			}
+			return
+		}
+		if ev.Type == store.Deleted {
+			continue
+		}
+		obj, err := r.coll.Decode(ev.Document)
+		if err != nil {
+			r.problem("decoding %s %q: %v", r.cfg.Kind, ev.Document.Meta.Key, err)
+			continue
+		}
+		ms := status[Spec, Status, PStatus](obj)
+		phase := ms.Phase
+		if len(ev.Document.Status) == 0 {
+			phase = r.cfg.Machine.Initial()
+		}
+		uid := obj.UID
+		if prev, ok := last[uid]; ok && prev != phase && !r.edges[statemachine.Edge[P]{From: prev, To: phase}] {
+			r.problem("phase moved %v → %v, which is no edge of the machine (revision %d)", prev, phase, ev.Revision)
+		}
+		last[uid] = phase
+		r.requests(ms)
+	}
+}
+
+// requests checks the request bookkeeping of one written status.
+func (r *run[Spec, Status, PStatus, S, P]) requests(ms *statemachine.Status[S, P]) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if op := ms.Operation; op != nil && op.Request != "" {
+		for _, tok := range op.Tokens {
+			if r.servedBy[tok] == nil {
+				r.servedBy[tok] = map[string]bool{}
+			}
+			r.servedBy[tok][op.ID] = true
+			if len(r.servedBy[tok]) > 1 {
+				r.problems = append(r.problems, fmt.Sprintf("request %s %s served by %d operations: %v",
+					op.Request, tok, len(r.servedBy[tok]), slices.Sorted(maps.Keys(r.servedBy[tok]))))
+			}
+		}
+	}
+	for _, rq := range ms.Requests {
+		for _, tok := range rq.Served {
+			if len(r.servedBy[tok]) == 0 && !r.moot[rq.Name] && rq.Refused != tok {
+				r.problems = append(r.problems, fmt.Sprintf("request %s %s recorded served, but no operation carried it", rq.Name, tok))
+				r.servedBy[tok] = map[string]bool{"": true} // reported once
+			}
+		}
+	}
+}
+
+// view is a replica's view of the store: its calls fail while the replica is
+// dead or cut off.
+type view struct {
+	store.Backend
+	cut func() error
+}
+
+func (v *view) Get(ctx context.Context, kind, key string) (store.Document, error) {
+	if err := v.cut(); err != nil {
+		return store.Document{}, err
+	}
+	return v.Backend.Get(ctx, kind, key)
+}
+
+func (v *view) List(ctx context.Context, kind string, opts store.ListOptions) (store.ListResult, error) {
+	if err := v.cut(); err != nil {
+		return store.ListResult{}, err
+	}
+	return v.Backend.List(ctx, kind, opts)
+}
+
+func (v *view) Create(ctx context.Context, doc store.Document) (store.Document, error) {
+	if err := v.cut(); err != nil {
+		return store.Document{}, err
+	}
+	return v.Backend.Create(ctx, doc)
+}
+
+func (v *view) UpdateSpec(ctx context.Context, doc store.Document) (store.Document, error) {
+	if err := v.cut(); err != nil {
+		return store.Document{}, err
+	}
+	return v.Backend.UpdateSpec(ctx, doc)
+}
+
+func (v *view) UpdateStatus(ctx context.Context, doc store.Document) (store.Document, error) {
+	if err := v.cut(); err != nil {
+		return store.Document{}, err
+	}
+	return v.Backend.UpdateStatus(ctx, doc)
+}
+
+func (v *view) Delete(ctx context.Context, kind, key string, opts store.DeleteOptions) error {
+	if err := v.cut(); err != nil {
+		return err
+	}
+	return v.Backend.Delete(ctx, kind, key, opts)
+}
+
+func (v *view) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (store.Lease, error) {
+	if err := v.cut(); err != nil {
+		return store.Lease{}, err
+	}
+	return v.Backend.AcquireLease(ctx, name, holder, ttl)
+}
+
+func (v *view) RenewLease(ctx context.Context, l store.Lease) (store.Lease, error) {
+	if err := v.cut(); err != nil {
+		return store.Lease{}, err
+	}
+	return v.Backend.RenewLease(ctx, l)
+}
+
+func (v *view) ListLeases(ctx context.Context, prefix string) ([]store.Lease, error) {
+	if err := v.cut(); err != nil {
+		return nil, err
+	}
+	return v.Backend.ListLeases(ctx, prefix)
+}
+
+// joinLines indents problems for a failure report.
+func joinLines(lines []string) string { return "  " + strings.Join(lines, "\n  ") }
