@@ -1,5 +1,8 @@
 package controller
 
+// Defect is a fault a test can plant in a driver.
+type Defect = defect
+
 // Defects a test can plant in a driver, to prove that a harness catches them.
 const (
 	DefectNoBackoff    = defectNoBackoff
@@ -7,7 +10,7 @@ const (
 )
 
 // Planted returns cfg with defect planted in the driver it configures.
-func Planted[Spec, Status any](cfg DriverConfig[Spec, Status], d defect) DriverConfig[Spec, Status] {
+func Planted[Spec, Status any](cfg DriverConfig[Spec, Status], d Defect) DriverConfig[Spec, Status] {
 	cfg.defects |= d
 	return cfg
 }

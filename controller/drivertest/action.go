@@ -26,6 +26,7 @@ const (
 	doCrash                  // a replica dies and restarts
 	doPartition              // a replica's store calls fail until the faults heal
 	doSleep                  // virtual time passes
+	doStart                  // the replicas start
 )
 
 // action is one thing that happens to a run: a user's write, a fault, time.
@@ -39,6 +40,10 @@ type action[S any] struct {
 
 // String describes a for a failure report, one line per action.
 func (a action[S]) String() string {
+	step := "step " + a.name
+	if a.name == anyStep {
+		step = "any step"
+	}
 	switch a.kind {
 	case doIntent:
 		return fmt.Sprintf("set intent %v", a.intent)
@@ -51,19 +56,19 @@ func (a action[S]) String() string {
 	case doRecreate:
 		return fmt.Sprintf("create the document again with intent %v", a.intent)
 	case doFail:
-		return fmt.Sprintf("fail the next call of step %s before its effect", a.name)
+		return fmt.Sprintf("fail the next call of %s before its effect", step)
 	case doFailAfter:
-		return fmt.Sprintf("fail the next call of step %s after its effect", a.name)
+		return fmt.Sprintf("fail the next call of %s after its effect", step)
 	case doTerminal:
-		return fmt.Sprintf("fail the next call of step %s terminally", a.name)
+		return fmt.Sprintf("fail the next call of %s terminally", step)
 	case doPanic:
-		return fmt.Sprintf("panic in the next call of step %s", a.name)
+		return fmt.Sprintf("panic in the next call of %s", step)
 	case doSlow:
-		return fmt.Sprintf("make the next call of step %s take %v", a.name, a.d)
+		return fmt.Sprintf("make the next call of %s take %v", step, a.d)
 	case doCrashAfter:
-		return fmt.Sprintf("crash the replica after the effect of the next call of step %s, before it is recorded", a.name)
+		return fmt.Sprintf("crash the replica after the effect of the next call of %s, before it is recorded", step)
 	case doBreak:
-		return fmt.Sprintf("fail every call of step %s until healed", a.name)
+		return fmt.Sprintf("fail every call of %s until healed", step)
 	case doFlip:
 		return fmt.Sprintf("read condition %s false for the next 3 observations", a.name)
 	case doHeal:
@@ -74,9 +79,14 @@ func (a action[S]) String() string {
 		return fmt.Sprintf("cut replica %d off the store until healed", a.replica)
 	case doSleep:
 		return fmt.Sprintf("wait %v", a.d)
+	case doStart:
+		return "start the replicas"
 	}
 	return fmt.Sprintf("action(%d)", int(a.kind))
 }
+
+// anyStep names no step: a fault of anyStep hits whichever step runs next.
+const anyStep = ""
 
 // flipped is how many observations of a condition a doFlip reads false.
 const flipped = 3

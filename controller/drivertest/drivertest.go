@@ -1,11 +1,10 @@
 package drivertest
 
 import (
-	"os"
-	"strings"
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -40,27 +39,80 @@ func Property[Spec controller.HasIntent[S], Status any, PStatus interface {
 	if err != nil {
 		t.Fatal(err)
 	}
+	gen := planOf(cfg)
 	return func(rt *rapid.T) {
-		seed := rapid.Uint64().Draw(rt, "world seed")
-		first := drawIntent(rt, cfg, "first intent")
-		hold := rapid.Bool().Draw(rt, "another owner's finalizer")
 		// Every draw happens here, outside the run's bubble, where rapid
 		// may abort a case it is shrinking.
-		actions := make([]action[S], rapid.IntRange(0, 40).Draw(rt, "actions"))
-		for i := range actions {
-			actions[i] = drawAction(rt, cfg, i+1)
-		}
-		next := func(*run[Spec, Status, PStatus, S, P]) (action[S], bool) {
-			if len(actions) == 0 {
-				return action[S]{}, false
-			}
-			a := actions[0]
-			actions = actions[1:]
-			return a, true
-		}
-		if f := execute(t, cfg, seed, first, hold, next); f != nil {
+		if f := runPlan[Spec, Status, PStatus](t, cfg, gen.Draw(rt, "run")); f != nil {
 			rt.Fatal(f.Error())
 		}
+	}
+}
+
+// RunOne runs the one random run seed picks, without rapid's search or
+// shrinking, and returns its failure or nil: to measure how many seeds find
+// a defect.
+func RunOne[Spec controller.HasIntent[S], Status any, PStatus interface {
+	*Status
+	controller.HasMachineStatus[S, P]
+}, S, P comparable](t *testing.T, cfg Config[Spec, Status, S, P], seed int) (*Failure, error) {
+	cfg, err := cfg.validate()
+	if err != nil {
+		return nil, err
+	}
+	return runPlan[Spec, Status, PStatus](t, cfg, planOf(cfg).Example(seed)), nil
+}
+
+// plan is one random run: the world's seed, the document's first intent and
+// finalizer, and the actions.
+type plan[S any] struct {
+	seed    uint64
+	first   S
+	hold    bool
+	actions []action[S]
+}
+
+// planOf returns the generator of cfg's random runs.
+func planOf[Spec controller.HasIntent[S], Status any, S, P comparable](cfg Config[Spec, Status, S, P]) *rapid.Generator[plan[S]] {
+	return rapid.Custom(func(t *rapid.T) plan[S] {
+		p := plan[S]{
+			seed:  rapid.Uint64().Draw(t, "world seed"),
+			first: drawIntent(t, cfg, "first intent"),
+			hold:  rapid.Bool().Draw(t, "another owner's finalizer"),
+		}
+		p.actions = make([]action[S], rapid.IntRange(1, 40).Draw(t, "actions"))
+		for i := range p.actions {
+			p.actions[i] = drawAction(t, cfg, i+1)
+		}
+		// The replicas start after a few actions, so that faults and
+		// intents may come before the first reconcile.
+		start := rapid.IntRange(0, min(3, len(p.actions))).Draw(t, "replicas start after")
+		p.actions = slices.Insert(p.actions, start, action[S]{kind: doStart})
+		return p
+	})
+}
+
+// runPlan runs p.
+func runPlan[Spec controller.HasIntent[S], Status any, PStatus interface {
+	*Status
+	controller.HasMachineStatus[S, P]
+}, S, P comparable](t *testing.T, cfg Config[Spec, Status, S, P], p plan[S]) *Failure {
+	f, _ := execute[Spec, Status, PStatus](t, cfg, p.seed, p.first, p.hold, actionsOf[Spec, Status, PStatus](p.actions))
+	return f
+}
+
+// actionsOf returns the next function of execute that performs actions.
+func actionsOf[Spec controller.HasIntent[S], Status any, PStatus interface {
+	*Status
+	controller.HasMachineStatus[S, P]
+}, S, P comparable](actions []action[S]) func(*run[Spec, Status, PStatus, S, P]) (action[S], bool) {
+	return func(*run[Spec, Status, PStatus, S, P]) (action[S], bool) {
+		if len(actions) == 0 {
+			return action[S]{}, false
+		}
+		a := actions[0]
+		actions = actions[1:]
+		return a, true
 	}
 }
 
@@ -69,6 +121,9 @@ func Property[Spec controller.HasIntent[S], Status any, PStatus interface {
 type Failure struct {
 	// Problems are the properties broken, first first.
 	Problems []string
+	// Actions are the actions the run performed after it created the
+	// document, in order.
+	Actions []string
 	// Log is the run: each action, the faults step calls suffered, and how
 	// it ended.
 	Log []string
@@ -81,13 +136,17 @@ func (f *Failure) Error() string {
 
 // execute runs one run in a bubble of t: it creates the document with
 // intent first, performs the actions next returns, then heals every fault and
-// checks that the document settles. It returns the run's failure, or nil.
+// checks that the document settles. It returns the run's failure, or nil,
+// and the fingerprint of the state the actions left it in.
 func execute[Spec controller.HasIntent[S], Status any, PStatus interface {
 	*Status
 	controller.HasMachineStatus[S, P]
 }, S, P comparable](t *testing.T, cfg Config[Spec, Status, S, P], seed uint64, first S, hold bool,
-	next func(*run[Spec, Status, PStatus, S, P]) (action[S], bool)) *Failure {
-	var f *Failure
+	next func(*run[Spec, Status, PStatus, S, P]) (action[S], bool)) (*Failure, string) {
+	var (
+		f           *Failure
+		fingerprint string
+	)
 	synctest.Test(t, func(t *testing.T) {
 		var (
 			mu  sync.Mutex
@@ -109,34 +168,29 @@ func execute[Spec controller.HasIntent[S], Status any, PStatus interface {
 		watching.Go(func() { r.watch(ctx) })
 		logf("create the document with intent %v%s", first, map[bool]string{true: ", and another owner's finalizer"}[hold])
 		r.create(first, hold)
-		for id := range cfg.Replicas {
-			if err := r.start(id); err != nil {
-				r.problem("starting replica %d: %v", id, err)
-			}
-		}
+		var actions []string
 		for len(r.failed()) == 0 {
 			a, ok := next(r)
 			if !ok {
 				break
 			}
+			actions = append(actions, a.String())
 			r.act(a)
 		}
+		fingerprint = r.fingerprint()
 		if len(r.failed()) == 0 {
 			r.quiesce()
 		}
 		cancel()
 		r.stop()
 		watching.Wait()
-		if os.Getenv("DT_DEBUG") != "" {
-			fmt.Println(strings.Join(log, "\n"), "\n----")
-		}
 		if problems := r.failed(); len(problems) > 0 {
 			mu.Lock()
-			f = &Failure{Problems: problems, Log: log}
+			f = &Failure{Problems: problems, Actions: actions, Log: log}
 			mu.Unlock()
 		}
 	})
-	return f
+	return f, fingerprint
 }
 
 // epoch is where every bubble's clock starts.
@@ -166,10 +220,10 @@ func drawIntent[Spec controller.HasIntent[S], Status any, S, P comparable](t *ra
 func drawAction[Spec controller.HasIntent[S], Status any, S, P comparable](t *rapid.T, cfg Config[Spec, Status, S, P], i int) action[S] {
 	m := cfg.Machine
 	kinds := []kind{doIntent, doIntent, doIntent, doIntent, doDelete, doRelease, doRecreate,
-		doFail, doFail, doFailAfter, doPanic, doSlow, doCrashAfter, doCrashAfter, doBreak, doBreak, doHeal, doCrash,
-		doSleep, doSleep, doSleep, doSleep, doSleep, doSleep}
+		doFail, doFail, doFail, doFailAfter, doPanic, doSlow, doCrashAfter, doCrashAfter, doBreak, doBreak, doHeal, doCrash,
+		doSleep, doSleep, doSleep, doSleep, doSleep, doSleep, doSleep, doSleep}
 	if len(m.Requests()) > 0 {
-		kinds = append(kinds, doRequest, doRequest, doRequest)
+		kinds = append(kinds, doRequest, doRequest, doRequest, doRequest)
 	}
 	if len(m.Conditions()) > 0 {
 		kinds = append(kinds, doFlip)
@@ -192,9 +246,9 @@ func drawAction[Spec controller.HasIntent[S], Status any, S, P comparable](t *ra
 	case doCrash, doPartition:
 		a.replica = rapid.IntRange(0, cfg.Replicas-1).Draw(t, label("replica"))
 	case doFail, doFailAfter, doTerminal, doPanic, doCrashAfter, doBreak:
-		a.name = rapid.SampledFrom(m.Steps()).Draw(t, label("step"))
+		a.name = drawStep(t, m.Steps(), label("step"))
 	case doSlow:
-		a.name = rapid.SampledFrom(m.Steps()).Draw(t, label("step"))
+		a.name = drawStep(t, m.Steps(), label("step"))
 		a.d = drawDuration(t, label("duration"), cfg.LeaseDuration*3)
 	case doSleep:
 		a.d = drawDuration(t, label("duration"), cfg.Horizon/2)
@@ -202,10 +256,19 @@ func drawAction[Spec controller.HasIntent[S], Status any, S, P comparable](t *ra
 	return a
 }
 
+// drawStep draws the step a fault hits: any step, half the time, so that
+// faults hit whatever runs next.
+func drawStep(t *rapid.T, steps []string, label string) string {
+	if rapid.Bool().Draw(t, label+" is any") {
+		return anyStep
+	}
+	return rapid.SampledFrom(steps).Draw(t, label)
+}
+
 // drawDuration draws 0 (run until everything waits), or a duration up to
 // limit on a roughly logarithmic scale.
 func drawDuration(t *rapid.T, label string, limit time.Duration) time.Duration {
-	scales := []time.Duration{0, time.Millisecond, 100 * time.Millisecond, 5 * time.Second, 2 * time.Minute, limit}
+	scales := []time.Duration{0, 10 * time.Millisecond, time.Second, 10 * time.Second, time.Minute, 10 * time.Minute, limit}
 	scale := rapid.SampledFrom(scales).Draw(t, label+" scale")
 	if scale == 0 {
 		return 0

@@ -61,7 +61,9 @@ type run[Spec controller.HasIntent[S], Status any, PStatus interface {
 	replicas    []*replica
 	inFlight    map[string]int // replica in a step call, by document key
 	streak      *streak
-	disruptions int // writes by others, crashes and partitions: each may lose a failure's record
+	disruptions int                        // writes by others, crashes and partitions: each may lose a failure's record
+	instant     time.Time                  // the virtual instant of the last reconcile
+	reconciles  int                        // the reconciles at instant
 	servedBy    map[string]map[string]bool // request token → ids of the operations that carried it
 	problems    []string
 	tokens      int
@@ -182,7 +184,7 @@ func (r *run[Spec, Status, PStatus, S, P]) start(id int) error {
 	if r.world.Sources != nil {
 		sources = append(sources, r.world.Sources(v)...)
 	}
-	c, err := controller.New(controller.Config{Name: "driver", Reconciler: d, Sources: sources})
+	c, err := controller.New(controller.Config{Name: "driver", Reconciler: r.reconciler(d), Sources: sources})
 	if err != nil {
 		return err
 	}
@@ -214,11 +216,55 @@ func (r *run[Spec, Status, PStatus, S, P]) start(id int) error {
 	return nil
 }
 
+// maxPerInstant bounds the reconciles of one virtual instant: a driver that
+// requeues at once forever would otherwise never let virtual time pass.
+const maxPerInstant = 10_000
+
+// reconciler wraps the driver's reconciles: it counts them per virtual
+// instant, and once the run has failed it parks them until the run ends, so
+// that a hot loop cannot keep the bubble busy forever.
+func (r *run[Spec, Status, PStatus, S, P]) reconciler(d controller.Reconciler) controller.Reconciler {
+	return controller.ReconcilerFunc(func(ctx context.Context, key string) (controller.Result, error) {
+		if r.park(ctx) {
+			return controller.Result{}, ctx.Err()
+		}
+		now := time.Now()
+		r.mu.Lock()
+		if !now.Equal(r.instant) {
+			r.instant, r.reconciles = now, 0
+		}
+		r.reconciles++
+		hot := r.reconciles > maxPerInstant
+		if hot {
+			r.problems = append(r.problems, fmt.Sprintf("%d reconciles of %s at one instant, %v: a hot loop", r.reconciles-1, key, virtual(now)))
+		}
+		r.mu.Unlock()
+		if hot {
+			r.park(ctx)
+			return controller.Result{}, ctx.Err()
+		}
+		return d.Reconcile(ctx, key)
+	})
+}
+
+// park blocks until ctx ends if the run has failed, and reports whether it
+// did.
+func (r *run[Spec, Status, PStatus, S, P]) park(ctx context.Context) bool {
+	if len(r.failed()) == 0 {
+		return false
+	}
+	<-ctx.Done()
+	return true
+}
+
 // crash kills replica id at once (its store calls fail from now on) and
 // starts a new incarnation once the old one has stopped.
 func (r *run[Spec, Status, PStatus, S, P]) crash(id int) {
 	r.mu.Lock()
-	rep := r.replicas[id]
+	var rep *replica
+	if id < len(r.replicas) {
+		rep = r.replicas[id]
+	}
 	r.disruptions++ // a failure it had not recorded is retried at once
 	r.mu.Unlock()
 	if rep == nil || !rep.dead.CompareAndSwap(false, true) {
@@ -258,6 +304,9 @@ func (r *run[Spec, Status, PStatus, S, P]) isPartitioned(id int) bool {
 // in force and records failures.
 func (r *run[Spec, Status, PStatus, S, P]) step(rep *replica, name string, step controller.Step[Spec, Status]) controller.Step[Spec, Status] {
 	return func(ctx context.Context, obj *store.Object[Spec, Status], opID string) (out statemachine.Outcome, err error) {
+		if r.park(ctx) {
+			return statemachine.Failed, ctx.Err()
+		}
 		start := time.Now()
 		f := r.enter(rep, name, obj, opID, start)
 		defer func() { r.exit(obj, name, opID, start, out, err) }()
@@ -319,11 +368,11 @@ func (r *run[Spec, Status, PStatus, S, P]) enter(rep *replica, name string, obj 
 		}
 	}
 	var f action[S]
-	if i := slices.IndexFunc(r.oneShot, func(a action[S]) bool { return a.name == name }); i >= 0 {
+	if i := slices.IndexFunc(r.oneShot, func(a action[S]) bool { return a.name == name || a.name == anyStep }); i >= 0 {
 		f = r.oneShot[i]
 		r.oneShot = slices.Delete(r.oneShot, i, i+1)
 	}
-	if r.broken[name] {
+	if r.broken[name] || r.broken[anyStep] {
 		f.kind = doBreak
 	}
 	if f.kind != doIntent {

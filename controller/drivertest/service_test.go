@@ -216,7 +216,9 @@ func serviceConfig(def sm.Definition[state, phase], planted func(*cloud)) driver
 				Settled:   c.settled,
 			}, nil
 		},
-		SetIntent: func(s *spec, st state) { s.State = st },
+		// As the service's API: a restart is asked for with a new token, so
+		// Restarting set again without one asks for none.
+		SetIntent: func(s *spec, st state) { s.State, s.Restart = st, "" },
 		Request:   func(s *spec, _, token string) { s.State, s.Restart = Restarting, token },
 	}
 }
