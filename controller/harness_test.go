@@ -105,3 +105,11 @@ func TestHarnessRandomRunsFindDriverDefects(t *testing.T) {
 		})
 	}
 }
+
+// The same with two replicas sharing the keys through leases, and a third
+// of every step call failing in the world itself.
+func TestHarnessGatewayReplicas(t *testing.T) {
+	cfg := harnessConfig(t)
+	cfg.Replicas, cfg.Mode = 2, controller.Sharded
+	drivertest.Check(t, cfg)
+}

@@ -403,13 +403,18 @@ func (d *Driver[Spec, Status]) Reconcile(ctx context.Context, key string) (Resul
 // backend, less the driver's own writes. A change this driver wrote (its
 // status writes, its finalizer) does not queue the document again: the
 // driver already decided what comes next, and asked for it. A write by
-// anyone else (a user, an operator, another replica) queues it as usual.
+// anyone else (a user, an operator, another replica) queues it as usual, and
+// so does every document of a list: the one a controller makes when it
+// starts, or takes the lead back, with a queue that holds nothing yet.
 // Add [Owns] for the kinds whose documents the driver's steps create or
 // retire, so a change to one of them queues its owner.
 func (d *Driver[Spec, Status]) Source() Source {
-	return newWatchSource(d.coll.Backend(), d.coll.Kind(), d.coll.Kind(), func(e Enqueuer, doc *store.Document, reason string) {
+	return newWatchSource(d.coll.Backend(), d.coll.Kind(), d.coll.Kind(), func(e Enqueuer, doc *store.Document, listed bool, reason string) {
 		key := doc.Meta.Key
-		if !d.impl.known(key, doc.Meta.Revision, func() { e.Enqueue(key, reason) }) {
+		// A listed document is always queued: a list starts (or restarts)
+		// a controller whose queue holds nothing, not even the requeue its
+		// last reconcile asked for.
+		if listed || !d.impl.known(key, doc.Meta.Revision, func() { e.Enqueue(key, reason) }) {
 			e.Enqueue(key, reason)
 		}
 	})

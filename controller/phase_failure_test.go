@@ -444,3 +444,28 @@ func TestFailedObservationRetriesAtWaitInterval(t *testing.T) {
 		}
 	})
 }
+
+// A driver whose controller stops and starts again (a replica losing and
+// taking back the lead) resumes a document waiting on its own last write:
+// the requeue it asked for went with the old queue, so the new list must
+// queue the document even though the driver wrote its revision.
+func TestDriverResumesAfterItsControllerRestarts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newGWFixture(t)
+		f.world.startDelay = time.Minute // Starting waits on its own write
+		d := f.driver(t, f.config())
+		stop := running(t, d, nil, nil)
+		f.create(t, "gw", gwRunning)
+		time.Sleep(time.Second)
+		stop()
+		if got := f.get(t, "gw").Status.Phase; got != phStarting {
+			t.Fatalf("phase %v before the restart, want %v", got, phStarting)
+		}
+		stop = running(t, d, nil, nil) // the same driver, a new queue
+		defer stop()
+		time.Sleep(2 * time.Minute)
+		if got := f.get(t, "gw").Status.Phase; got != phStarted {
+			t.Fatalf("phase %v after the restart, want %v", got, phStarted)
+		}
+	})
+}

@@ -86,7 +86,7 @@ type ListWatcher interface {
 // A document deleted while the history was compacted is not reported: pair a
 // controller that must see every removal with finalizers or [Resync].
 func Kind(lw ListWatcher, kind string) Source {
-	return newWatchSource(lw, kind, kind, func(e Enqueuer, doc *store.Document, reason string) {
+	return newWatchSource(lw, kind, kind, func(e Enqueuer, doc *store.Document, _ bool, reason string) {
 		e.Enqueue(doc.Meta.Key, reason)
 	})
 }
@@ -97,7 +97,7 @@ func Kind(lw ListWatcher, kind string) Source {
 // without such an owner queues nothing. An owner reference removed by an
 // update is not reported to the former owner.
 func Owns(lw ListWatcher, kind, ownerKind string) Source {
-	return newWatchSource(lw, kind, kind+" owned by "+ownerKind, func(e Enqueuer, doc *store.Document, reason string) {
+	return newWatchSource(lw, kind, kind+" owned by "+ownerKind, func(e Enqueuer, doc *store.Document, _ bool, reason string) {
 		for _, o := range doc.Meta.Owners {
 			if o.Controller && o.Kind == ownerKind {
 				e.Enqueue(o.Key, reason)
@@ -111,7 +111,7 @@ func Owns(lw ListWatcher, kind, ownerKind string) Source {
 // does, and queues the keys keys(doc) returns for each one. keys is called
 // from one goroutine at a time and must not block.
 func Watches(lw ListWatcher, kind string, keys func(doc store.Document) []string) Source {
-	return newWatchSource(lw, kind, kind+" watched", func(e Enqueuer, doc *store.Document, reason string) {
+	return newWatchSource(lw, kind, kind+" watched", func(e Enqueuer, doc *store.Document, _ bool, reason string) {
 		for _, k := range keys(*doc) {
 			e.Enqueue(k, reason)
 		}
@@ -122,12 +122,14 @@ func Watches(lw ListWatcher, kind string, keys func(doc store.Document) []string
 type watchSource struct {
 	lw   ListWatcher
 	kind string
-	emit func(e Enqueuer, doc *store.Document, reason string)
+	// emit queues what doc's change calls for; listed is set for the
+	// documents of a list, which a watch did not report as changes.
+	emit func(e Enqueuer, doc *store.Document, listed bool, reason string)
 	// reasons holds the debug reason per event type; index 0 is "listed".
 	reasons [4]string
 }
 
-func newWatchSource(lw ListWatcher, kind, what string, emit func(Enqueuer, *store.Document, string)) *watchSource {
+func newWatchSource(lw ListWatcher, kind, what string, emit func(Enqueuer, *store.Document, bool, string)) *watchSource {
 	return &watchSource{
 		lw:   lw,
 		kind: kind,
@@ -201,7 +203,7 @@ func (s *watchSource) follow(ctx context.Context, w store.Watch, e Enqueuer, rev
 		if ev.Type >= store.Added && ev.Type <= store.Deleted {
 			reason = s.reasons[ev.Type]
 		}
-		s.emit(e, &ev.Document, reason)
+		s.emit(e, &ev.Document, false, reason)
 	}
 }
 
@@ -213,7 +215,7 @@ func (s *watchSource) list(ctx context.Context, e Enqueuer) (int64, error) {
 		return 0, err
 	}
 	for i := range r.Items {
-		s.emit(e, &r.Items[i], s.reasons[0])
+		s.emit(e, &r.Items[i], true, s.reasons[0])
 	}
 	return r.Revision, nil
 }

@@ -269,9 +269,6 @@ func drawStep(t *rapid.T, steps []string, label string) string {
 // limit on a roughly logarithmic scale.
 func drawDuration(t *rapid.T, label string, limit time.Duration) time.Duration {
 	scales := []time.Duration{0, 10 * time.Millisecond, time.Second, 10 * time.Second, time.Minute, 10 * time.Minute, limit}
-	scale := rapid.SampledFrom(scales).Draw(t, label+" scale")
-	if scale == 0 {
-		return 0
-	}
-	return time.Duration(rapid.Int64Range(1, int64(min(scale, limit))).Draw(t, label))
+	scale := min(rapid.SampledFrom(scales).Draw(t, label+" scale"), limit)
+	return scale * time.Duration(rapid.IntRange(1, 10).Draw(t, label+" tenths")) / 10
 }

@@ -1,6 +1,9 @@
 package drivertest
 
 import (
+	"os"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	"cmp"
 	"context"
 	"errors"
@@ -184,7 +187,7 @@ func (r *run[Spec, Status, PStatus, S, P]) start(id int) error {
 	if r.world.Sources != nil {
 		sources = append(sources, r.world.Sources(v)...)
 	}
-	c, err := controller.New(controller.Config{Name: "driver", Reconciler: r.reconciler(d), Sources: sources})
+	c, err := controller.New(controller.Config{Name: "driver", Reconciler: r.reconciler(d), Sources: sources, Logger: debugLogger(r, id)})
 	if err != nil {
 		return err
 	}
@@ -197,7 +200,7 @@ func (r *run[Spec, Status, PStatus, S, P]) start(id int) error {
 		controllers = append(controllers, more...)
 	}
 	m, err := controller.NewManager(controller.ManagerConfig{Controllers: controllers, Mode: r.cfg.Mode, Leaser: v,
-		Identity: fmt.Sprintf("replica-%d", id), LeaseDuration: r.cfg.LeaseDuration, Shards: 4})
+		Identity: fmt.Sprintf("replica-%d", id), LeaseDuration: r.cfg.LeaseDuration, Shards: 4, Logger: debugLogger(r, id)})
 	if err != nil {
 		return err
 	}
@@ -565,3 +568,21 @@ func (v *view) ListLeases(ctx context.Context, prefix string) ([]store.Lease, er
 
 // joinLines indents problems for a failure report.
 func joinLines(lines []string) string { return "  " + strings.Join(lines, "\n  ") }
+
+func debugLogger[Spec controller.HasIntent[S], Status any, PStatus interface {
+	*Status
+	controller.HasMachineStatus[S, P]
+}, S, P comparable](r *run[Spec, Status, PStatus, S, P], id int) *zap.Logger {
+	if os.Getenv("DT_DEBUG") == "" {
+		return nil
+	}
+	core := zapcore.NewCore(zapcore.NewConsoleEncoder(zap.NewDevelopmentEncoderConfig()), zapcore.AddSync(writerFunc(func(p []byte) (int, error) {
+		r.logf("  [replica %d] %s", id, strings.TrimSpace(string(p)))
+		return len(p), nil
+	})), zapcore.DebugLevel)
+	return zap.New(core)
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
