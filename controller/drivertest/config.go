@@ -62,6 +62,10 @@ type Config[Spec controller.HasIntent[S], Status any, S, P comparable] struct {
 	// document for an operator.
 	TerminalFailures bool
 
+	// ControllerLogs adds the replicas' controller and manager logs, at
+	// debug level, to the run's log in a failure's report.
+	ControllerLogs bool
+
 	// Horizon bounds, in virtual time, how long a document may take to
 	// settle once intents stop changing and faults stop: to reach a settled
 	// pair, a declared refusal or the Fault phase, or to be removed when

@@ -1,9 +1,6 @@
 package drivertest
 
 import (
-	"os"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 	"cmp"
 	"context"
 	"errors"
@@ -15,6 +12,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/tendhq/tend/backends/memory"
 	"github.com/tendhq/tend/controller"
@@ -187,7 +187,7 @@ func (r *run[Spec, Status, PStatus, S, P]) start(id int) error {
 	if r.world.Sources != nil {
 		sources = append(sources, r.world.Sources(v)...)
 	}
-	c, err := controller.New(controller.Config{Name: "driver", Reconciler: r.reconciler(d), Sources: sources, Logger: debugLogger(r, id)})
+	c, err := controller.New(controller.Config{Name: "driver", Reconciler: r.reconciler(d), Sources: sources, Logger: r.logger(id)})
 	if err != nil {
 		return err
 	}
@@ -200,7 +200,7 @@ func (r *run[Spec, Status, PStatus, S, P]) start(id int) error {
 		controllers = append(controllers, more...)
 	}
 	m, err := controller.NewManager(controller.ManagerConfig{Controllers: controllers, Mode: r.cfg.Mode, Leaser: v,
-		Identity: fmt.Sprintf("replica-%d", id), LeaseDuration: r.cfg.LeaseDuration, Shards: 4, Logger: debugLogger(r, id)})
+		Identity: fmt.Sprintf("replica-%d", id), LeaseDuration: r.cfg.LeaseDuration, Shards: 4, Logger: r.logger(id)})
 	if err != nil {
 		return err
 	}
@@ -569,20 +569,22 @@ func (v *view) ListLeases(ctx context.Context, prefix string) ([]store.Lease, er
 // joinLines indents problems for a failure report.
 func joinLines(lines []string) string { return "  " + strings.Join(lines, "\n  ") }
 
-func debugLogger[Spec controller.HasIntent[S], Status any, PStatus interface {
-	*Status
-	controller.HasMachineStatus[S, P]
-}, S, P comparable](r *run[Spec, Status, PStatus, S, P], id int) *zap.Logger {
-	if os.Getenv("DT_DEBUG") == "" {
+// logger returns the logger of replica id's controllers and manager: their
+// logs join the run's, when cfg.ControllerLogs is set.
+func (r *run[Spec, Status, PStatus, S, P]) logger(id int) *zap.Logger {
+	if !r.cfg.ControllerLogs {
 		return nil
 	}
-	core := zapcore.NewCore(zapcore.NewConsoleEncoder(zap.NewDevelopmentEncoderConfig()), zapcore.AddSync(writerFunc(func(p []byte) (int, error) {
+	enc := zap.NewDevelopmentEncoderConfig()
+	enc.TimeKey = "" // the run's log has the virtual time
+	out := zapcore.AddSync(writerFunc(func(p []byte) (int, error) {
 		r.logf("  [replica %d] %s", id, strings.TrimSpace(string(p)))
 		return len(p), nil
-	})), zapcore.DebugLevel)
-	return zap.New(core)
+	}))
+	return zap.New(zapcore.NewCore(zapcore.NewConsoleEncoder(enc), out, zapcore.DebugLevel))
 }
 
+// writerFunc is an io.Writer made of a function.
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
