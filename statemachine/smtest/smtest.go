@@ -133,6 +133,13 @@ func Run[S, P comparable](t *rapid.T, cfg Config[S, P]) {
 			}
 		},
 		"settle": func(*rapid.T) { h.settle() },
+		// An intent the machine then settles to: holes hide in pairs that
+		// only a few settled intents in a row reach.
+		"intent and settle": func(t *rapid.T) {
+			h.intent = h.drawIntent(t, "intent")
+			t.Logf("intent %v, then settle", h.intent)
+			h.settle()
+		},
 		"fault": func(t *rapid.T) {
 			h.tick(rapid.SampledFrom(faults).Draw(t, "fault"))
 		},
