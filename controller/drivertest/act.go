@@ -109,6 +109,9 @@ func (r *run[Spec, Status, PStatus, S, P]) disrupted() {
 // finalizer when hold is set.
 func (r *run[Spec, Status, PStatus, S, P]) create(intent S, hold bool) {
 	obj := &store.Object[Spec, Status]{Meta: store.Meta{Key: key}}
+	if r.cfg.NewSpec != nil {
+		obj.Spec = r.cfg.NewSpec()
+	}
 	if hold {
 		obj.Finalizers = []string{holdFinalizer}
 	}

@@ -35,6 +35,11 @@ type Config[Spec controller.HasIntent[S], Status any, S, P comparable] struct {
 	// made. Required.
 	World func(env Env) (World[Spec, Status], error)
 
+	// NewSpec returns the spec a document is created with, before its
+	// intent is set: the fields the steps need beside the intent. Nil means
+	// the zero Spec.
+	NewSpec func() Spec
+
 	// SetIntent writes intent into spec, as the user's API does. Required.
 	SetIntent func(spec *Spec, intent S)
 

@@ -312,7 +312,7 @@ func (r *run[Spec, Status, PStatus, S, P]) step(rep *replica, name string, step 
 		}
 		start := time.Now()
 		f := r.enter(rep, name, obj, opID, start)
-		defer func() { r.exit(obj, name, opID, start, out, err) }()
+		defer func() { r.exit(rep, obj, name, opID, start, out, err) }()
 		switch f.kind {
 		case doFail:
 			return statemachine.Failed, errInjected
@@ -387,13 +387,15 @@ func (r *run[Spec, Status, PStatus, S, P]) enter(rep *replica, name string, obj 
 }
 
 // exit records how a step call ended.
-func (r *run[Spec, Status, PStatus, S, P]) exit(obj *store.Object[Spec, Status], name, opID string, start time.Time, out statemachine.Outcome, err error) {
+func (r *run[Spec, Status, PStatus, S, P]) exit(rep *replica, obj *store.Object[Spec, Status], name, opID string, start time.Time, out statemachine.Outcome, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.inFlight[obj.Key] = 0
 	failed := err != nil || out == statemachine.Failed || out == statemachine.FailedTerminal || out == 0
 	switch s := r.streak; {
-	case !failed:
+	case !failed || rep.dead.Load():
+		// A replica that died in the call records nothing: the next call
+		// comes at once.
 		r.streak = nil
 	case s == nil || s.op != opID || s.step != name || s.generation != obj.Generation || s.terminating != obj.Terminating():
 		r.streak = &streak{op: opID, step: name, generation: obj.Generation, terminating: obj.Terminating(),

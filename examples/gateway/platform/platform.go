@@ -81,8 +81,13 @@ type Platform struct {
 	gateways                  *controller.Driver[GatewaySpec, GatewayStatus]
 	domains                   *controller.Driver[DomainSpec, DomainStatus]
 	manager                   *controller.Manager
-	runs                      atomic.Int64 // step runs
-	failed                    atomic.Int64 // step runs that failed
+	// gatewayConfig is the gateways' driver's configuration, and
+	// domainController the runtime domains' controller: the driver harness
+	// runs them on replicas of its own.
+	gatewayConfig    controller.DriverConfig[GatewaySpec, GatewayStatus]
+	domainController *controller.Controller
+	runs             atomic.Int64 // step runs
+	failed           atomic.Int64 // step runs that failed
 	// observe, when set (by tests, before Run), is called before and after
 	// every step run with the document's kind and key.
 	observe func(ev stepEvent)
@@ -182,10 +187,11 @@ func New(cfg Config) (*Platform, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("platform: %w", err)
 	}
-	if p.gateways, err = controller.NewDriver(docs.Gateways, gm, controller.DriverConfig[GatewaySpec, GatewayStatus]{
+	p.gatewayConfig = controller.DriverConfig[GatewaySpec, GatewayStatus]{
 		Steps: counted(p, p.gatewaySteps()), Observers: p.gatewayObservers(), NewOperationID: cfg.NewOperationID,
 		WaitInterval: poll, ProgressInterval: poll, Backoff: backoff, MetricsRegisterer: cfg.MetricsRegisterer,
-	}); err != nil {
+	}
+	if p.gateways, err = controller.NewDriver(docs.Gateways, gm, p.gatewayConfig); err != nil {
 		return nil, fmt.Errorf("platform: %w", err)
 	}
 	newController := func(name string, r controller.Reconciler, sources ...controller.Source) (*controller.Controller, error) {
@@ -205,6 +211,7 @@ func New(cfg Config) (*Platform, error) {
 	if err != nil {
 		return nil, fmt.Errorf("platform: %w", err)
 	}
+	p.domainController = dc
 	mc := cfg.Manager
 	mc.Controllers = []*controller.Controller{gc, dc}
 	if mc.Leaser == nil {
