@@ -162,7 +162,9 @@ func (r *run[Spec, Status, PStatus, S, P]) heal() {
 	clear(r.partitioned)
 }
 
-// get returns the document as stored, or nil once it is removed.
+// get returns the document as stored, or nil once it is removed. A status
+// never written reads as the machine's initial phase, as the driver reads
+// it.
 func (r *run[Spec, Status, PStatus, S, P]) get() (*store.Object[Spec, Status], bool) {
 	obj, err := r.coll.Get(r.ctx, key)
 	switch {
@@ -171,6 +173,9 @@ func (r *run[Spec, Status, PStatus, S, P]) get() (*store.Object[Spec, Status], b
 	case err != nil:
 		r.problem("reading the document: %v", err)
 		return nil, false
+	}
+	if st := status[Spec, Status, PStatus](obj); st.Phase == *new(P) {
+		st.Phase = r.cfg.Machine.Initial()
 	}
 	return obj, true
 }
@@ -238,9 +243,6 @@ func (r *run[Spec, Status, PStatus, S, P]) settled(obj *store.Object[Spec, Statu
 		return "removed", true
 	}
 	st := *status[Spec, Status, PStatus](obj)
-	if st.Phase == *new(P) {
-		st.Phase = r.cfg.Machine.Initial()
-	}
 	intent := obj.Spec.Intent()
 	if obj.Terminating() && r.final != nil {
 		intent = *r.final

@@ -111,7 +111,8 @@ type World[Spec, Status any] struct {
 	// Invariant returns an error when the world is wrong, whatever the
 	// document's phase: two deployments for one gateway, a database left
 	// behind by a deleted one. It is called after every action and at the
-	// end, with the document as stored (nil once it is removed). Optional.
+	// end, with the document as stored (nil once it is removed; a status
+	// never written shows the machine's initial phase). Optional.
 	Invariant func(ctx context.Context, key string, obj *store.Object[Spec, Status]) error
 
 	// Settled returns an error when the world does not match a document

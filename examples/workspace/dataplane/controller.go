@@ -73,13 +73,16 @@ type Config struct {
 // workspace through the machine of [Definition] with the actuators of an
 // [InstanceController] and a [StorageProvider].
 type Controller struct {
-	coll      *store.Collection[Spec, Status]
-	machine   *statemachine.Machine[State, Phase]
-	driver    *controller.Driver[Spec, Status]
-	ctrl      *controller.Controller
-	instances InstanceController
-	storage   StorageProvider
-	now       func() time.Time
+	coll    *store.Collection[Spec, Status]
+	machine *statemachine.Machine[State, Phase]
+	driver  *controller.Driver[Spec, Status]
+	// driverConfig is the driver's configuration: the driver harness runs
+	// it on replicas of its own.
+	driverConfig controller.DriverConfig[Spec, Status]
+	ctrl         *controller.Controller
+	instances    InstanceController
+	storage      StorageProvider
+	now          func() time.Time
 }
 
 // New returns a WorkspaceController. It starts nothing; call [Controller.Run].
@@ -106,14 +109,15 @@ func New(cfg Config) (*Controller, error) {
 	if wait == 0 {
 		wait = DefaultWaitInterval
 	}
-	c.driver, err = controller.NewDriver(coll, m, controller.DriverConfig[Spec, Status]{
+	c.driverConfig = controller.DriverConfig[Spec, Status]{
 		Steps:             c.steps(),
 		Observers:         c.observers(),
 		NewOperationID:    cfg.NewOperationID,
 		WaitInterval:      wait,
 		Backoff:           cfg.Backoff,
 		MetricsRegisterer: cfg.MetricsRegisterer,
-	})
+	}
+	c.driver, err = controller.NewDriver(coll, m, c.driverConfig)
 	if err != nil {
 		return nil, err
 	}
