@@ -3,6 +3,7 @@ package controller_test
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -10,19 +11,19 @@ import (
 	"github.com/tendhq/tend/store"
 )
 
-// crash is the panic value of a simulated process crash.
-type crash struct{ at int }
-
-// crashPoints counts the points where a process may die and panics with
-// crash at the chosen one.
+// crashPoints counts the points where a process may die and ends the
+// goroutine at the chosen one: nothing after it runs, and no recover sees
+// it, as when a process dies.
 type crashPoints struct {
-	at, n int
+	at, n   int
+	crashed bool
 }
 
 func (c *crashPoints) point() {
 	c.n++
 	if c.n == c.at {
-		panic(crash{c.n})
+		c.crashed = true
+		runtime.Goexit()
 	}
 }
 
@@ -71,19 +72,20 @@ func TestDriverCrashResume(t *testing.T) {
 		crashes := 0
 		for settled := false; !settled; {
 			d := f.driver(t, cfg) // a fresh process after each crash
-			settled = func() (ok bool) {
-				defer func() {
-					if p := recover(); p != nil {
-						if _, isCrash := p.(crash); !isCrash {
-							panic(p)
-						}
-						crashes++
-						ok = false
-					}
-				}()
+			done := make(chan bool)
+			points.crashed = false
+			go func() {
+				ok := false
+				defer func() { done <- ok }()
 				settle(t, d, "gw")
-				return true
+				ok = true
 			}()
+			if settled = <-done; !settled {
+				if !points.crashed {
+					t.Fatalf("crash at %d: the reconcile failed", at)
+				}
+				crashes++
+			}
 		}
 		if crashes == 0 {
 			if at < 2*len(want) {

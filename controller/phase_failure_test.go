@@ -469,3 +469,25 @@ func TestDriverResumesAfterItsControllerRestarts(t *testing.T) {
 		}
 	})
 }
+
+// A step that panics has failed: the attempt is recorded, with its retry
+// time, and the panic's message and stack are the reconcile's error.
+func TestPanickingStepIsAFailedAttempt(t *testing.T) {
+	f := newGWFixture(t)
+	f.world.hook = func(r stepRun) (sm.Outcome, error) {
+		if r.step == "create_namespace" {
+			panic("out of luck")
+		}
+		return 0, nil
+	}
+	d := f.driver(t, f.config())
+	f.create(t, "gw", gwRunning)
+	_, err := d.Reconcile(t.Context(), "gw")
+	if err == nil || !strings.Contains(err.Error(), "out of luck") || !strings.Contains(err.Error(), "goroutine") {
+		t.Fatalf("reconcile error %v, want the panic and its stack", err)
+	}
+	op := f.get(t, "gw").Status.Operation
+	if op == nil || op.Attempts != 1 || op.RetryAt.IsZero() {
+		t.Fatalf("operation %+v, want one failed attempt with a retry time", op)
+	}
+}
