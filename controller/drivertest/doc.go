@@ -14,17 +14,17 @@
 //
 //	func TestServiceDriver(t *testing.T) {
 //		drivertest.Check(t, drivertest.Config[Spec, Status, State, Phase]{
-//			Machine: service.Machine(),
+//			Machine: machine,
 //			Kind:    "Service",
 //			World: func(env drivertest.Env) (drivertest.World[Spec, Status], error) {
-//				cloud := cloudsim.New(env.Rand) // the backends, simulated
+//				c := newCloud(env) // the backends, simulated in memory
 //				return drivertest.World[Spec, Status]{
-//					Driver:    service.DriverConfig(cloud), // the real steps and observers
-//					Invariant: cloud.Check,                 // never two instances, …
-//					Settled:   cloud.Matches,               // running means an instance, …
+//					Driver:    driverConfig(c), // the real steps and observers
+//					Invariant: c.Check,         // never two instances, …
+//					Settled:   c.Matches,       // running means an instance, …
 //				}, nil
 //			},
-//			SetIntent: func(s *Spec, st State) { s.State = st },
+//			SetIntent: func(s *Spec, st State) { s.State = st }, // as the API writes it
 //			Replicas:  2,
 //			Mode:      controller.LeaderElection,
 //		})

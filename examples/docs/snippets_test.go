@@ -37,6 +37,7 @@ var imports = map[string]string{
 	"rest":         "k8s.io/client-go/rest",
 	"cascade":      "github.com/tendhq/tend/cascade",
 	"controller":   "github.com/tendhq/tend/controller",
+	"drivertest":   "github.com/tendhq/tend/controller/drivertest",
 	"expectations": "github.com/tendhq/tend/expectations",
 	"finalizer":    "github.com/tendhq/tend/finalizer",
 	"statemachine": "github.com/tendhq/tend/statemachine",
