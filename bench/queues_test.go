@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tendhq/tend/workqueue"
+	"github.com/tendhq/tend/workqueue/queueprom"
 	cgworkqueue "k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 )
@@ -44,7 +45,7 @@ var impls = []impl{
 		new: func(tb testing.TB, metrics bool) queue {
 			cfg := workqueue.Config[string]{Name: "bench"}
 			if metrics {
-				cfg.MetricsRegisterer = prometheus.NewRegistry()
+				cfg.Metrics = queueprom.New(queueprom.Config{Registerer: prometheus.NewRegistry()})
 			}
 			q, err := workqueue.New(cfg)
 			if err != nil {

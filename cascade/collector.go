@@ -14,6 +14,7 @@ import (
 
 	"github.com/tendhq/tend/store"
 	"github.com/tendhq/tend/workqueue"
+	"github.com/tendhq/tend/workqueue/queueprom"
 )
 
 // DefaultWorkers is the number of documents a [Collector] processes at once
@@ -125,7 +126,11 @@ func (c *Collector) Run(ctx context.Context) error {
 		return ErrRunning
 	}
 	defer c.running.Store(false)
-	q, err := workqueue.New(workqueue.Config[ref]{Name: "cascade", MetricsRegisterer: c.reg})
+	qc := workqueue.Config[ref]{Name: "cascade"}
+	if c.reg != nil {
+		qc.Metrics = queueprom.New(queueprom.Config{Registerer: c.reg})
+	}
+	q, err := workqueue.New(qc)
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/tendhq/tend/workqueue"
+	"github.com/tendhq/tend/workqueue/queueprom"
 )
 
 // DefaultShutdownGracePeriod is how long a stopping controller lets in-flight
@@ -185,7 +186,11 @@ func (c *Controller) run(stop, base context.Context, g gate) error {
 		return fmt.Errorf("%w: %s", ErrAlreadyRunning, c.name)
 	}
 	defer c.running.Store(false)
-	q, err := workqueue.New(workqueue.Config[string]{Name: c.name, RateLimiter: c.limiter, MetricsRegisterer: c.reg})
+	qc := workqueue.Config[string]{Name: c.name, RateLimiter: c.limiter}
+	if c.reg != nil {
+		qc.Metrics = queueprom.New(queueprom.Config{Registerer: c.reg})
+	}
+	q, err := workqueue.New(qc)
 	if err != nil {
 		return fmt.Errorf("controller %s: %w", c.name, err)
 	}

@@ -58,14 +58,14 @@
 //
 // # Metrics
 //
-// With [Config.MetricsRegisterer] set, the queue exports the metrics
-// client-go's and controller-runtime's dashboards expect, labelled with
-// name=[Config.Name]: workqueue_depth, workqueue_adds_total,
-// workqueue_queue_duration_seconds, workqueue_work_duration_seconds,
-// workqueue_unfinished_work_seconds,
-// workqueue_longest_running_processor_seconds and workqueue_retries_total.
-// They are kept as plain numbers under the queue's lock and turned into
-// samples at scrape time; no goroutine refreshes them.
+// With [Config.Metrics] set, the queue's numbers (depth, adds, retries, how
+// long keys wait and are worked on, the work in progress) are read by a
+// [MetricsProvider]. Package workqueue/queueprom is the Prometheus one: it
+// exports the series client-go's and controller-runtime's dashboards expect,
+// labelled with name=[Config.Name]. The numbers are kept as plain values
+// under the queue's lock and read when the provider asks; no goroutine
+// refreshes them. The package itself imports only the standard library, so
+// a program using the queue alone pulls in no metrics library.
 //
 // # Goroutines and time
 //

@@ -1,38 +1,34 @@
 package workqueue
 
 import (
+	"errors"
 	"testing"
 	"testing/synctest"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 )
 
-// gather returns the queue's metrics by name, checking the name label.
-func gather(t *testing.T, reg *prometheus.Registry, name string) map[string]*dto.Metric {
-	t.Helper()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatalf("Gather: %v", err)
-	}
-	got := make(map[string]*dto.Metric)
-	for _, f := range families {
-		for _, m := range f.GetMetric() {
-			if len(m.GetLabel()) != 1 || m.GetLabel()[0].GetName() != "name" || m.GetLabel()[0].GetValue() != name {
-				t.Fatalf("%s has labels %v, want name=%q", f.GetName(), m.GetLabel(), name)
-			}
-			got[f.GetName()] = m
-		}
-	}
-	return got
+// provider is a MetricsProvider that keeps what it is given.
+type provider struct {
+	stats     map[string]func() Stats
+	untracked []string
 }
 
-func TestMetrics(t *testing.T) {
+func (p *provider) Track(name string, stats func() Stats) (func(), error) {
+	if p.stats == nil {
+		p.stats = map[string]func() Stats{}
+	}
+	if p.stats[name] != nil {
+		return nil, errors.New("tracked twice")
+	}
+	p.stats[name] = stats
+	return func() { delete(p.stats, name); p.untracked = append(p.untracked, name) }, nil
+}
+
+func TestStats(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		reg := prometheus.NewRegistry()
+		var p provider
 		limiter, _ := NewExponentialLimiter[string](ExponentialConfig{Base: time.Second})
-		q := newQueue(t, Config[string]{Name: "q", MetricsRegisterer: reg, RateLimiter: limiter})
+		q := newQueue(t, Config[string]{Name: "q", Metrics: &p, RateLimiter: limiter})
 		q.Add("a")
 		q.Add("b")
 		q.Add("a") // collapses: not counted
@@ -42,75 +38,48 @@ func TestMetrics(t *testing.T) {
 		k := get(t, q) // a, after 2s in the queue
 		time.Sleep(3 * time.Second)
 
-		m := gather(t, reg, "q")
-		want := map[string]float64{
-			"workqueue_depth":                             2,
-			"workqueue_adds_total":                        3,
-			"workqueue_retries_total":                     1,
-			"workqueue_unfinished_work_seconds":           3,
-			"workqueue_longest_running_processor_seconds": 3,
+		s := p.stats["q"]()
+		if s.Depth != 2 || s.Adds != 3 || s.Retries != 1 || s.Unfinished != 3*time.Second || s.LongestRunning != 3*time.Second {
+			t.Errorf("stats %+v, want depth 2, 3 adds, 1 retry, 3s unfinished and longest", s)
 		}
-		for name, v := range want {
-			mm, ok := m[name]
-			if !ok {
-				t.Fatalf("metric %s missing", name)
-			}
-			var got float64
-			switch {
-			case mm.Gauge != nil:
-				got = mm.Gauge.GetValue()
-			case mm.Counter != nil:
-				got = mm.Counter.GetValue()
-			}
-			if got != v {
-				t.Errorf("%s = %v, want %v", name, got, v)
-			}
-		}
-		if h := m["workqueue_queue_duration_seconds"].GetHistogram(); h.GetSampleCount() != 1 || h.GetSampleSum() != 2 {
-			t.Errorf("queue duration: count %d sum %v, want 1 and 2", h.GetSampleCount(), h.GetSampleSum())
+		if s.QueueDuration.Count() != 1 || s.QueueDuration.Sum != 2*time.Second {
+			t.Errorf("queue duration: count %d sum %v, want 1 and 2s", s.QueueDuration.Count(), s.QueueDuration.Sum)
 		}
 
 		q.Done(k)
-		m = gather(t, reg, "q")
-		h := m["workqueue_work_duration_seconds"].GetHistogram()
-		if h.GetSampleCount() != 1 || h.GetSampleSum() != 3 {
-			t.Errorf("work duration: count %d sum %v, want 1 and 3", h.GetSampleCount(), h.GetSampleSum())
+		s = p.stats["q"]()
+		if h := s.WorkDuration; h.Count() != 1 || h.Sum != 3*time.Second || h.Counts[9] != 1 {
+			t.Errorf("work duration %+v, want one 3s duration in the bucket up to 10s", h)
 		}
-		for _, b := range h.GetBucket() {
-			if want := uint64(0); b.GetUpperBound() >= 10 {
-				want = 1
-				if b.GetCumulativeCount() != want {
-					t.Errorf("bucket %v holds %d, want %d", b.GetUpperBound(), b.GetCumulativeCount(), want)
-				}
-			} else if b.GetCumulativeCount() != want {
-				t.Errorf("bucket %v holds %d, want %d", b.GetUpperBound(), b.GetCumulativeCount(), want)
-			}
-		}
-		if v := m["workqueue_unfinished_work_seconds"].GetGauge().GetValue(); v != 0 {
-			t.Errorf("unfinished work after Done = %v, want 0", v)
+		if s.Unfinished != 0 {
+			t.Errorf("unfinished work after Done = %v, want 0", s.Unfinished)
 		}
 	})
 }
 
-func TestMetricsRegistration(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	q := newQueue(t, Config[string]{Name: "q", MetricsRegisterer: reg})
-	if _, err := New(Config[string]{Name: "q", MetricsRegisterer: reg}); err == nil {
-		t.Fatal("second queue of the same name registered")
+func TestMetricsTracking(t *testing.T) {
+	var p provider
+	q := newQueue(t, Config[string]{Name: "q", Metrics: &p})
+	if _, err := New(Config[string]{Name: "q", Metrics: &p}); err == nil {
+		t.Fatal("a second queue of the same name was tracked")
 	}
 	q.ShutDown()
-	if _, err := New(Config[string]{Name: "q", MetricsRegisterer: reg}); err != nil {
+	q.ShutDown()
+	if len(p.untracked) != 1 {
+		t.Fatalf("untracked %v after two ShutDowns, want once", p.untracked)
+	}
+	if _, err := New(Config[string]{Name: "q", Metrics: &p}); err != nil {
 		t.Fatalf("queue of the same name after ShutDown: %v", err)
 	}
 }
 
 func TestHistogramBuckets(t *testing.T) {
-	var h histogram
+	var h Histogram
 	for _, d := range []int64{-5, 0, 10, 11, 1e9, 1e10, 1e10 + 1} {
 		h.observe(d)
 	}
-	want := [len(durationBounds) + 1]uint64{0: 3, 1: 1, 8: 1, 9: 1, 10: 1}
-	if h.counts != want {
-		t.Fatalf("counts %v, want %v", h.counts, want)
+	want := [len(DurationBounds) + 1]uint64{0: 3, 1: 1, 8: 1, 9: 1, 10: 1}
+	if h.Counts != want || h.Count() != 7 {
+		t.Fatalf("counts %v, want %v", h.Counts, want)
 	}
 }

@@ -7,8 +7,6 @@ import (
 	"math"
 	"sync"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // ErrInvalidConfig is returned, wrapped with the reason, by [New] and by the
@@ -32,7 +30,7 @@ const maxPriorityAging = 1 << 14
 // metrics that uses [DefaultControllerRateLimiter].
 type Config[K comparable] struct {
 	// Name identifies the queue: it is the value of the "name" label of every
-	// metric. It is required when MetricsRegisterer is set.
+	// metric. It is required when Metrics is set.
 	Name string
 
 	// RateLimiter decides how long [Queue.AddRateLimited] waits and backs
@@ -40,11 +38,12 @@ type Config[K comparable] struct {
 	// [DefaultControllerRateLimiter].
 	RateLimiter RateLimiter[K]
 
-	// MetricsRegisterer receives the queue's metrics (workqueue_depth,
-	// workqueue_adds_total, ...). Nil means no metrics. [New] registers one
-	// collector; [Queue.ShutDown] unregisters it, so a queue of the same name
-	// can be created again afterwards.
-	MetricsRegisterer prometheus.Registerer
+	// Metrics exposes the queue's metrics (its depth, adds, retries, how
+	// long keys wait and are worked on): see [MetricsProvider], and package
+	// workqueue/queueprom for Prometheus. Nil means no metrics. [New] has
+	// the provider track the queue; [Queue.ShutDown] stops it, so a queue of
+	// the same name can be created again afterwards.
+	Metrics MetricsProvider
 
 	// PriorityAging is how many later arrivals one unit of priority lets a key
 	// overtake: a key is served before a key of priority lower by d that
@@ -106,9 +105,9 @@ const noEntry = -1
 type Queue[K comparable] struct {
 	limiter RateLimiter[K]
 	aging   int64
-	base    time.Time     // origin of the queue's int64 clock
-	metrics *collector[K] // nil when metrics are off
-	reg     prometheus.Registerer
+	base    time.Time // origin of the queue's int64 clock
+	tracked bool      // a MetricsProvider reads the queue's metrics
+	untrack func()    // stops it; nil when metrics are off
 
 	mu sync.Mutex // guards every field below
 
@@ -142,8 +141,8 @@ func New[K comparable](cfg Config[K]) (*Queue[K], error) {
 	if cfg.PriorityAging < 0 || cfg.PriorityAging > maxPriorityAging {
 		return nil, fmt.Errorf("%w: PriorityAging %d is outside [0, %d]", ErrInvalidConfig, cfg.PriorityAging, maxPriorityAging)
 	}
-	if cfg.MetricsRegisterer != nil && cfg.Name == "" {
-		return nil, fmt.Errorf("%w: Name is required when MetricsRegisterer is set", ErrInvalidConfig)
+	if cfg.Metrics != nil && cfg.Name == "" {
+		return nil, fmt.Errorf("%w: Name is required when Metrics is set", ErrInvalidConfig)
 	}
 	q := &Queue[K]{
 		limiter: cfg.RateLimiter,
@@ -151,7 +150,7 @@ func New[K comparable](cfg Config[K]) (*Queue[K], error) {
 		base:    time.Now(),
 		index:   newIndex[K](),
 		free:    noEntry,
-		reg:     cfg.MetricsRegisterer,
+		tracked: cfg.Metrics != nil,
 	}
 	if q.limiter == nil {
 		q.limiter = DefaultControllerRateLimiter[K]()
@@ -161,11 +160,12 @@ func New[K comparable](cfg Config[K]) (*Queue[K], error) {
 	}
 	q.cond.L = &q.mu
 	q.drained.L = &q.mu
-	if q.reg != nil {
-		q.metrics = newCollector(q, cfg.Name)
-		if err := q.reg.Register(q.metrics); err != nil {
-			return nil, fmt.Errorf("workqueue: registering metrics of %q: %w", cfg.Name, err)
+	if cfg.Metrics != nil {
+		untrack, err := cfg.Metrics.Track(cfg.Name, q.stats)
+		if err != nil {
+			return nil, fmt.Errorf("workqueue: metrics of %q: %w", cfg.Name, err)
 		}
+		q.untrack = untrack
 	}
 	return q, nil
 }
@@ -326,7 +326,7 @@ func (q *Queue[K]) Get() (key K, shutdown bool) {
 	// A key added again while processed gets the priority of those adds.
 	e.state, e.prio = stProcessing, MinPriority
 	q.processing++
-	if q.metrics != nil {
+	if q.tracked {
 		now := q.now()
 		s := q.stamps.at(idx)
 		q.counts.queueDur.observe(now - s.queued)
@@ -355,7 +355,7 @@ func (q *Queue[K]) Done(key K) {
 		return
 	}
 	q.processing--
-	if q.metrics != nil {
+	if q.tracked {
 		q.counts.workDur.observe(q.now() - q.stamps.at(idx).started)
 	}
 	wake := 0
@@ -452,8 +452,9 @@ func (q *Queue[K]) shutDownLocked() {
 		q.timer.Stop()
 		q.timerArmed = false
 	}
-	if q.metrics != nil {
-		q.reg.Unregister(q.metrics)
+	if q.untrack != nil {
+		q.untrack()
+		q.untrack = nil
 	}
 	q.cond.Broadcast()
 }
@@ -472,7 +473,7 @@ func (q *Queue[K]) alloc(key K, prio int16) int32 {
 	if q.entries.n == math.MaxInt32 {
 		panic("workqueue: more than 2³¹-1 keys")
 	}
-	if q.metrics != nil {
+	if q.tracked {
 		q.stamps.push(stamp{})
 	}
 	return q.entries.push(entry[K]{key: key, prio: prio})
@@ -488,7 +489,7 @@ func (q *Queue[K]) release(idx int32) {
 // noteAdd records that a key became pending, for metrics.
 func (q *Queue[K]) noteAdd(idx int32) {
 	q.counts.adds++
-	if q.metrics != nil {
+	if q.tracked {
 		q.stamps.at(idx).queued = q.now()
 	}
 }

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 func newQueue(t *testing.T, cfg Config[string]) *Queue[string] {
@@ -54,7 +52,7 @@ func TestNewValidatesConfig(t *testing.T) {
 	}{
 		{"negative aging", Config[string]{PriorityAging: -1}},
 		{"aging too large", Config[string]{PriorityAging: maxPriorityAging + 1}},
-		{"metrics without name", Config[string]{MetricsRegisterer: prometheus.NewRegistry()}},
+		{"metrics without name", Config[string]{Metrics: &provider{}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -45,6 +45,7 @@ var imports = map[string]string{
 	"store":        "github.com/tendhq/tend/store",
 	"storetest":    "github.com/tendhq/tend/store/storetest",
 	"workqueue":    "github.com/tendhq/tend/workqueue",
+	"queueprom":    "github.com/tendhq/tend/workqueue/queueprom",
 	"memory":       "github.com/tendhq/tend/backends/memory",
 	"etcd":         "github.com/tendhq/tend/backends/etcd",
 	"postgres":     "github.com/tendhq/tend/backends/postgres",
