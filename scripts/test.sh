@@ -39,6 +39,11 @@ for p in workqueue statemachine expectations finalizer; do
   [ -z "$extra" ] || fail "importing $p pulls in: $extra"
 done
 
+step "every go.mod is tidy"
+for m in "${modules[@]}"; do
+  (cd "$m" && go mod tidy -diff) || fail "go mod tidy would change $m/go.mod or go.sum (run it there)"
+done
+
 step "go vet"
 for m in "${modules[@]}"; do (cd "$m" && go vet ./...) || fail "go vet in $m"; done
 
