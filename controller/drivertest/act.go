@@ -31,10 +31,7 @@ func (r *run[Spec, Status, PStatus, S, P]) act(a action[S]) {
 		case err != nil:
 			r.problem("deleting the document: %v", err)
 		default:
-			r.mu.Lock()
-			r.deleted = true
-			r.disruptions++
-			r.mu.Unlock()
+			r.disrupted()
 		}
 	case doRelease:
 		r.release()
@@ -121,10 +118,6 @@ func (r *run[Spec, Status, PStatus, S, P]) create(intent S, hold bool) {
 		r.logf("  the document still exists")
 	case err != nil:
 		r.problem("creating the document with intent %v: %v", intent, err)
-	default:
-		r.mu.Lock()
-		r.deleted = false
-		r.mu.Unlock()
 	}
 }
 

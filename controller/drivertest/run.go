@@ -70,8 +70,8 @@ type run[Spec controller.HasIntent[S], Status any, PStatus interface {
 	servedBy    map[string]map[string]bool // request token → ids of the operations that carried it
 	problems    []string
 	tokens      int
-	deleted     bool // deletion of the current document was requested
-	restarts    sync.WaitGroup
+	restarts    sync.WaitGroup // replicas being restarted
+	stopping    bool           // the run is ending: no replica restarts
 }
 
 // replica is one incarnation of a replica: a manager running the driver's
@@ -264,15 +264,20 @@ func (r *run[Spec, Status, PStatus, S, P]) park(ctx context.Context) bool {
 // starts a new incarnation once the old one has stopped.
 func (r *run[Spec, Status, PStatus, S, P]) crash(id int) {
 	r.mu.Lock()
-	var rep *replica
+	defer r.mu.Unlock()
 	if id < len(r.replicas) {
-		rep = r.replicas[id]
+		r.kill(r.replicas[id])
 	}
+}
+
+// kill kills incarnation rep, unless it is dead already, and starts the
+// next once it has stopped. r.mu must be held.
+func (r *run[Spec, Status, PStatus, S, P]) kill(rep *replica) {
 	r.disruptions++ // a failure it had not recorded is retried at once
-	r.mu.Unlock()
-	if rep == nil || !rep.dead.CompareAndSwap(false, true) {
+	if r.stopping || !rep.dead.CompareAndSwap(false, true) {
 		return
 	}
+	id := rep.id
 	rep.cancel()
 	r.restarts.Go(func() {
 		<-rep.done
@@ -287,6 +292,9 @@ func (r *run[Spec, Status, PStatus, S, P]) crash(id int) {
 
 // stop stops every replica and waits for them.
 func (r *run[Spec, Status, PStatus, S, P]) stop() {
+	r.mu.Lock()
+	r.stopping = true // no restart begins from now on
+	r.mu.Unlock()
 	r.restarts.Wait()
 	r.mu.Lock()
 	reps := slices.Clone(r.replicas)
@@ -297,6 +305,7 @@ func (r *run[Spec, Status, PStatus, S, P]) stop() {
 	}
 }
 
+// isPartitioned reports whether replica id is cut off the store.
 func (r *run[Spec, Status, PStatus, S, P]) isPartitioned(id int) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -336,7 +345,9 @@ func (r *run[Spec, Status, PStatus, S, P]) step(rep *replica, name string, step 
 		case doFailAfter:
 			return statemachine.Failed, errInjected
 		case doCrashAfter:
-			r.crash(rep.id)
+			r.mu.Lock()
+			r.kill(rep) // this incarnation, not a later one
+			r.mu.Unlock()
 		}
 		return out, err
 	}
