@@ -38,7 +38,7 @@ func Explore[Spec controller.HasIntent[S], Status any, PStatus interface {
 // let a second pass, let the horizon pass; with several replicas also make
 // the next step call outlast a lease and cut a replica off the store. After
 // each action the run goes on until everything waits, and at the end of
-// each sequence the faults heal and the document must settle. Sequences
+// each sequence the lasting faults heal and the document must settle. Sequences
 // that reach a state already reached by a shorter one (the same intent,
 // phase, operation, requests and faults) are not extended.
 //
