@@ -90,8 +90,8 @@ type HasRequests interface {
 // whatever the outcome; any other non-nil error means Failed unless the
 // outcome is FailedTerminal.
 //
-// A step that panics has failed: the driver recovers the panic and records
-// it, stack included, as a failed attempt.
+// A step that panics has failed: the driver recovers the panic, records it
+// as a failed attempt and logs its stack.
 //
 // A step may record what it made in obj.Status (outside the machine's part):
 // the driver writes obj.Status with the step's outcome, in the same write,
@@ -853,7 +853,7 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) run(ctx context.Context, obj 
 	ps := d.phases[dec.Phase]
 	stepCtx, cancel := context.WithTimeoutCause(ctx, ps.Bounds.StepTimeout, errStepTimeout)
 	defer cancel()
-	out, err := callStep(stepCtx, d.steps[dec.Step], obj, dec.Operation.ID)
+	out, err := callStep(stepCtx, dec.Step, d.steps[dec.Step], obj, dec.Operation.ID)
 	if ctx.Err() == nil && context.Cause(stepCtx) == errStepTimeout && out != statemachine.Done {
 		return statemachine.Failed, fmt.Errorf("step %s timed out after %v: %w", dec.Step, ps.Bounds.StepTimeout, cmp.Or(err, errStepTimeout))
 	}
@@ -867,11 +867,14 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) run(ctx context.Context, obj 
 }
 
 // callStep calls step; a panic is recovered and returned as the step's
-// failure, so it counts as an attempt, with the same backoff and bounds.
-func callStep[Spec, Status any](ctx context.Context, step Step[Spec, Status], obj *store.Object[Spec, Status], opID string) (out statemachine.Outcome, err error) {
+// failure, so it counts as an attempt, with the same backoff and bounds. The
+// error, recorded in status, names the panic; the stack goes to the log.
+func callStep[Spec, Status any](ctx context.Context, name string, step Step[Spec, Status], obj *store.Object[Spec, Status], opID string) (out statemachine.Outcome, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			out, err = statemachine.Failed, &panicError{value: p, stack: debug.Stack()}
+			LoggerFrom(ctx).Error("step panicked", zap.String("key", obj.Key), zap.String("step", name),
+				zap.String("operation", opID), zap.Any("panic", p), zap.ByteString("stack", debug.Stack()))
+			out, err = statemachine.Failed, fmt.Errorf("step %s panicked: %v", name, p)
 		}
 	}()
 	return step(ctx, obj, opID)

@@ -3,6 +3,7 @@ package controller_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/tendhq/tend/controller"
@@ -471,7 +473,7 @@ func TestDriverResumesAfterItsControllerRestarts(t *testing.T) {
 }
 
 // A step that panics has failed: the attempt is recorded, with its retry
-// time, and the panic's message and stack are the reconcile's error.
+// time and the panic's message (its stack goes to the log, not the status).
 func TestPanickingStepIsAFailedAttempt(t *testing.T) {
 	f := newGWFixture(t)
 	f.world.hook = func(r stepRun) (sm.Outcome, error) {
@@ -480,14 +482,18 @@ func TestPanickingStepIsAFailedAttempt(t *testing.T) {
 		}
 		return 0, nil
 	}
-	d := f.driver(t, f.config())
-	f.create(t, "gw", gwRunning)
-	_, err := d.Reconcile(t.Context(), "gw")
-	if err == nil || !strings.Contains(err.Error(), "out of luck") || !strings.Contains(err.Error(), "goroutine") {
-		t.Fatalf("reconcile error %v, want the panic and its stack", err)
-	}
+	core, logs := observer.New(zapcore.ErrorLevel)
+	synctest.Test(t, func(t *testing.T) {
+		stop := running(t, f.driver(t, f.config()), nil, zap.New(core))
+		f.create(t, "gw", gwRunning)
+		time.Sleep(time.Millisecond) // the first attempt; the second comes at 5ms
+		stop()
+	})
 	op := f.get(t, "gw").Status.Operation
-	if op == nil || op.Attempts != 1 || op.RetryAt.IsZero() {
-		t.Fatalf("operation %+v, want one failed attempt with a retry time", op)
+	if op == nil || op.Attempts != 1 || op.RetryAt.IsZero() || op.LastError != "step create_namespace panicked: out of luck" {
+		t.Fatalf("operation %+v, want one failed attempt with a retry time and the panic, no stack", op)
+	}
+	if e := logs.FilterMessage("step panicked").All(); len(e) != 1 || !strings.Contains(fmt.Sprint(e[0].ContextMap()["stack"]), "goroutine") {
+		t.Fatalf("logged %v, want the panic once with its stack", logs.All())
 	}
 }
