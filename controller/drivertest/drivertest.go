@@ -43,7 +43,8 @@ func Property[Spec controller.HasIntent[S], Status any, PStatus interface {
 	return func(rt *rapid.T) {
 		// Every draw happens here, outside the run's bubble, where rapid
 		// may abort a case it is shrinking.
-		if f := runPlan[Spec, Status, PStatus](t, cfg, gen.Draw(rt, "run")); f != nil {
+		p := gen.Draw(rt, "run")
+		if f, _ := execute[Spec, Status, PStatus](t, cfg, p.seed, p.first, p.hold, p.actions); f != nil {
 			rt.Fatal(f.Error())
 		}
 	}
@@ -60,7 +61,9 @@ func RunOne[Spec controller.HasIntent[S], Status any, PStatus interface {
 	if err != nil {
 		return nil, err
 	}
-	return runPlan[Spec, Status, PStatus](t, cfg, planOf(cfg).Example(seed)), nil
+	p := planOf(cfg).Example(seed)
+	f, _ := execute[Spec, Status, PStatus](t, cfg, p.seed, p.first, p.hold, p.actions)
+	return f, nil
 }
 
 // plan is one random run: the world's seed, the document's first intent and
@@ -92,30 +95,6 @@ func planOf[Spec controller.HasIntent[S], Status any, S, P comparable](cfg Confi
 	})
 }
 
-// runPlan runs p.
-func runPlan[Spec controller.HasIntent[S], Status any, PStatus interface {
-	*Status
-	controller.HasMachineStatus[S, P]
-}, S, P comparable](t *testing.T, cfg Config[Spec, Status, S, P], p plan[S]) *Failure {
-	f, _ := execute[Spec, Status, PStatus](t, cfg, p.seed, p.first, p.hold, actionsOf[Spec, Status, PStatus](p.actions))
-	return f
-}
-
-// actionsOf returns the next function of execute that performs actions.
-func actionsOf[Spec controller.HasIntent[S], Status any, PStatus interface {
-	*Status
-	controller.HasMachineStatus[S, P]
-}, S, P comparable](actions []action[S]) func(*run[Spec, Status, PStatus, S, P]) (action[S], bool) {
-	return func(*run[Spec, Status, PStatus, S, P]) (action[S], bool) {
-		if len(actions) == 0 {
-			return action[S]{}, false
-		}
-		a := actions[0]
-		actions = actions[1:]
-		return a, true
-	}
-}
-
 // Failure is a run that broke a property: what went wrong, and what
 // happened, in order.
 type Failure struct {
@@ -135,14 +114,13 @@ func (f *Failure) Error() string {
 }
 
 // execute runs one run in a bubble of t: it creates the document with
-// intent first, performs the actions next returns, then heals every fault and
-// checks that the document settles. It returns the run's failure, or nil,
-// and the fingerprint of the state the actions left it in.
+// intent first, performs actions, then heals the lasting faults and checks
+// that the document settles. It returns the run's failure, or nil, and the
+// fingerprint of the state the actions left it in.
 func execute[Spec controller.HasIntent[S], Status any, PStatus interface {
 	*Status
 	controller.HasMachineStatus[S, P]
-}, S, P comparable](t *testing.T, cfg Config[Spec, Status, S, P], seed uint64, first S, hold bool,
-	next func(*run[Spec, Status, PStatus, S, P]) (action[S], bool)) (*Failure, string) {
+}, S, P comparable](t *testing.T, cfg Config[Spec, Status, S, P], seed uint64, first S, hold bool, actions []action[S]) (*Failure, string) {
 	var (
 		f           *Failure
 		fingerprint string
@@ -168,13 +146,12 @@ func execute[Spec controller.HasIntent[S], Status any, PStatus interface {
 		watching.Go(func() { r.watch(ctx) })
 		logf("create the document with intent %v%s", first, map[bool]string{true: ", and another owner's finalizer"}[hold])
 		r.create(first, hold)
-		var actions []string
-		for len(r.failed()) == 0 {
-			a, ok := next(r)
-			if !ok {
+		var done []string
+		for _, a := range actions {
+			if len(r.failed()) > 0 {
 				break
 			}
-			actions = append(actions, a.String())
+			done = append(done, a.String())
 			r.act(a)
 		}
 		fingerprint = r.fingerprint()
@@ -186,7 +163,7 @@ func execute[Spec controller.HasIntent[S], Status any, PStatus interface {
 		watching.Wait()
 		if problems := r.failed(); len(problems) > 0 {
 			mu.Lock()
-			f = &Failure{Problems: problems, Actions: actions, Log: log}
+			f = &Failure{Problems: problems, Actions: done, Log: log}
 			mu.Unlock()
 		}
 	})

@@ -65,7 +65,7 @@ func Search[Spec controller.HasIntent[S], Status any, PStatus interface {
 	// no shorter sequence reached.
 	try := func(n node) (*Failure, bool) {
 		actions := append([]action[S]{{kind: doStart}}, n.actions...)
-		f, fp := execute[Spec, Status, PStatus](t, cfg, 1, n.first, false, actionsOf[Spec, Status, PStatus](actions))
+		f, fp := execute[Spec, Status, PStatus](t, cfg, 1, n.first, false, actions)
 		fresh := !seen[fp]
 		seen[fp] = true
 		return f, fresh
