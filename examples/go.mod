@@ -5,8 +5,8 @@ go 1.26.0
 require (
 	github.com/minio/minio-go/v7 v7.4.1
 	github.com/prometheus/client_golang v1.25.0
-	github.com/tendhq/tend v0.0.0
-	github.com/tendhq/tend/backends/kube v0.0.0
+	github.com/tendhq/tend v0.1.0
+	github.com/tendhq/tend/backends/kube v0.1.0
 	go.uber.org/goleak v1.3.0
 	go.uber.org/zap v1.28.0
 	k8s.io/api v0.37.1
@@ -138,7 +138,3 @@ require (
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
-
-replace github.com/tendhq/tend => ../
-
-replace github.com/tendhq/tend/backends/kube => ../backends/kube

@@ -3,7 +3,7 @@ module github.com/tendhq/tend/backends/kube
 go 1.26.0
 
 require (
-	github.com/tendhq/tend v0.0.0
+	github.com/tendhq/tend v0.1.0
 	go.uber.org/goleak v1.3.0
 	k8s.io/api v0.37.1
 	k8s.io/apimachinery v0.37.1
@@ -66,5 +66,3 @@ require (
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
-
-replace github.com/tendhq/tend => ../..

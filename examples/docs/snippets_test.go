@@ -3,6 +3,7 @@ package docs_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"go/ast"
 	"go/parser"
@@ -184,41 +185,45 @@ func snippetPage(path string) bool {
 	return path == "README.md" || strings.HasPrefix(path, "docs/")
 }
 
-// writeWorkspace writes a go.work using the repository's modules and an
-// empty module for the snippets.
+// writeWorkspace writes a go.work for an empty module of snippets that uses
+// the repository's modules and keeps the repository's replacements, as its
+// own go.work does.
 func writeWorkspace(t *testing.T, work, mod string) {
 	t.Helper()
 	abs, err := filepath.Abs(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := os.ReadFile(filepath.Join(abs, "go.work"))
+	cmd := exec.Command("go", "work", "edit", "-json", filepath.Join(abs, "go.work"))
+	raw, err := cmd.Output()
 	if err != nil {
+		t.Fatalf("reading go.work: %v", err)
+	}
+	type modulePath struct{ Path, Version string }
+	var ws struct {
+		Use     []struct{ DiskPath string }
+		Replace []struct{ Old, New modulePath }
+	}
+	if err := json.Unmarshal(raw, &ws); err != nil {
 		t.Fatal(err)
 	}
-	var uses []string
-	inUse := false
-	for _, l := range strings.Split(string(raw), "\n") {
-		l = strings.TrimSpace(l)
-		switch {
-		case l == "use (":
-			inUse = true
-		case inUse && l == ")":
-			inUse = false
-		case inUse && l != "":
-			uses = append(uses, filepath.Join(abs, l))
-		case strings.HasPrefix(l, "use ") && !strings.HasSuffix(l, "("):
-			uses = append(uses, filepath.Join(abs, strings.TrimSpace(strings.TrimPrefix(l, "use "))))
-		}
-	}
-	if len(uses) == 0 {
+	if len(ws.Use) == 0 {
 		t.Fatal("go.work uses no module")
 	}
+	local := func(p string) string {
+		if strings.HasPrefix(p, "./") || strings.HasPrefix(p, "../") || p == "." {
+			return filepath.Join(abs, p)
+		}
+		return p
+	}
 	w := "go 1.26.0\n\nuse (\n\t./snippets\n"
-	for _, u := range uses {
-		w += "\t" + u + "\n"
+	for _, u := range ws.Use {
+		w += "\t" + local(u.DiskPath) + "\n"
 	}
 	w += ")\n"
+	for _, r := range ws.Replace {
+		w += fmt.Sprintf("\nreplace %s %s => %s %s\n", r.Old.Path, r.Old.Version, local(r.New.Path), r.New.Version)
+	}
 	if err := os.MkdirAll(mod, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -255,10 +260,13 @@ func packageOf(text string) (string, bool) {
 	return f.Name.Name, true
 }
 
-// nextBlock returns the block after blocks[i], if any.
+// nextBlock returns the first block after blocks[i] that is not a shell
+// block: a program's output block may follow the commands that run it.
 func nextBlock(blocks []block, i int) *block {
-	if i+1 < len(blocks) {
-		return &blocks[i+1]
+	for j := i + 1; j < len(blocks); j++ {
+		if blocks[j].lang != "sh" {
+			return &blocks[j]
+		}
 	}
 	return nil
 }

@@ -75,7 +75,7 @@ func BenchmarkCascadeDelete(b *testing.B) {
 	per := total / time.Duration(b.N)
 	b.ReportMetric(float64(per.Microseconds())/1000, "ms/delete")
 	b.ReportMetric(float64(writes)/float64(b.N), "writes/delete")
-	b.ReportMetric(float64(tickCascade)/float64(per), "x-faster-than-seed")
+	b.ReportMetric(float64(tickCascade)/float64(per), "x-faster-than-ticks")
 }
 
 func revisionOf(b *testing.B, st store.Backend) int64 {
