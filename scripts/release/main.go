@@ -9,6 +9,12 @@
 // leaves out nested modules as the go command does). Use it with
 // GOPROXY=file:///tmp/proxy and the unpublished versions' checksums kept out
 // of the checksum database (GONOSUMDB).
+//
+// With -verify REPO, it instead checks that the modules the proxy serves are
+// byte for byte what the go command will download once the tags are pushed:
+// each DIR is then a module's directory relative to the git repository REPO,
+// tagged at -version as the go command expects (v1.2.3, or DIR/v1.2.3), and
+// the checksum of the zip made from the tag must equal the proxy's.
 package main
 
 import (
@@ -26,16 +32,74 @@ import (
 	"golang.org/x/mod/modfile"
 	"golang.org/x/mod/module"
 	"golang.org/x/mod/semver"
+	"golang.org/x/mod/sumdb/dirhash"
 	"golang.org/x/mod/zip"
 )
 
 func main() {
 	version := flag.String("version", "", "the version to serve every module at (required)")
 	out := flag.String("out", "", "the proxy's directory (required)")
+	repo := flag.String("verify", "", "compare the proxy's modules with the tags of this git repository")
 	flag.Parse()
-	if err := write(*out, *version, flag.Args()); err != nil {
+	var err error
+	if *repo != "" {
+		err = verify(*out, *version, *repo, flag.Args())
+	} else {
+		err = write(*out, *version, flag.Args())
+	}
+	if err != nil {
 		log.Fatal(err)
 	}
+}
+
+// verify compares the modules of the proxy in out at version with the zips
+// the go command makes from the git tags of repo, for the modules in the
+// subdirectories dirs of repo.
+func verify(out, version, repo string, dirs []string) error {
+	if out == "" || !semver.IsValid(version) || len(dirs) == 0 {
+		return errors.New("usage: release -verify REPO -version vX.Y.Z -out DIR SUBDIR...")
+	}
+	for _, dir := range dirs {
+		dir = filepath.ToSlash(filepath.Clean(dir))
+		gomod, err := os.ReadFile(filepath.Join(repo, dir, "go.mod"))
+		if err != nil {
+			return err
+		}
+		path := modfile.ModulePath(gomod)
+		escaped, err := module.EscapePath(path)
+		if err != nil {
+			return err
+		}
+		served, err := dirhash.HashZip(filepath.Join(out, escaped, "@v", version+".zip"), dirhash.Hash1)
+		if err != nil {
+			return err
+		}
+		tag, subdir := version, ""
+		if dir != "." {
+			tag, subdir = dir+"/"+version, dir
+		}
+		tmp, err := os.CreateTemp("", "tag-*.zip")
+		if err != nil {
+			return err
+		}
+		err = zip.CreateFromVCS(tmp, module.Version{Path: path, Version: version}, repo, tag, subdir)
+		if cerr := tmp.Close(); err == nil {
+			err = cerr
+		}
+		var tagged string
+		if err == nil {
+			tagged, err = dirhash.HashZip(tmp.Name(), dirhash.Hash1)
+		}
+		os.Remove(tmp.Name())
+		if err != nil {
+			return fmt.Errorf("zipping %s from tag %s: %w", path, tag, err)
+		}
+		if tagged != served {
+			return fmt.Errorf("%s@%s: the tag %s zips to %s, but the go.sum files record %s", path, version, tag, tagged, served)
+		}
+		fmt.Printf("%s@%s %s (tag %s)\n", path, version, tagged, tag)
+	}
+	return nil
 }
 
 // write adds the modules of dirs to the proxy in out at version.
