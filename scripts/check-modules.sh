@@ -31,9 +31,7 @@ echo "--- the tree as release $version, served by a module proxy in $work/proxy"
 mkdir -p "$work/tree" "$work/proxy"
 stage_tree "$work/tree"
 require_version "$work/tree" "$version"
-dirs=()
-for m in "${tend_published[@]}"; do dirs+=("$work/tree/$m"); done
-proxy_add "$work/proxy" "$version" "${dirs[@]}"
+proxy_add "$work/proxy" "$version" "$work/tree" "${tend_published[@]}"
 user() { with_proxy "$work/proxy" "$work/cache" "$@"; }
 
 echo "--- modules require each other by version, with no replace directive"

@@ -43,14 +43,16 @@ stage_tree() {
     xargs -0 -I{} sh -c 'test -e "$1" && cp --parents -P "$1" "$2"' _ {} "$dir"
 }
 
-# proxy_add PROXY VERSION MODULEDIR... adds the modules in MODULEDIR... to the
-# file-based module proxy in PROXY at VERSION, zipped as the go command zips a
-# tagged module.
+# proxy_add PROXY VERSION TREE MODULE... adds the modules MODULE... of the
+# tree in TREE to the file-based module proxy in PROXY at VERSION, zipped as
+# the go command zips a tagged module (with the tree's LICENSE in the zip of a
+# module that has none).
 proxy_add() {
-  local proxy=$1 version=$2 dirs=() d
-  shift 2
-  for d in "$@"; do dirs+=("$(cd "$d" && pwd)"); done
-  (cd "$(dirname "${BASH_SOURCE[0]}")/release" && GOWORK=off GOFLAGS= go run . -version "$version" -out "$proxy" "${dirs[@]}")
+  local proxy=$1 version=$2 tree=$3 dirs=() m
+  shift 3
+  for m in "$@"; do dirs+=("$tree/$m"); done
+  (cd "$(dirname "${BASH_SOURCE[0]}")/release" &&
+    GOWORK=off GOFLAGS= go run . -version "$version" -out "$proxy" -license "$tree/LICENSE" "${dirs[@]}")
 }
 
 # with_proxy PROXY CACHE COMMAND... runs COMMAND as a user outside the

@@ -65,7 +65,7 @@ for m in "${tend_modules[@]}"; do
   (cd "$work/tree/$m" && with_proxy "$work/proxy" "$work/cache" go mod tidy) ||
     fail "go mod tidy in $m"
   if [[ " ${tend_published[*]} " == *" $m "* ]]; then
-    proxy_add "$work/proxy" "$version" "$work/tree/$m"
+    proxy_add "$work/proxy" "$version" "$work/tree" "$m"
   fi
 done
 

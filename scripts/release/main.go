@@ -6,7 +6,9 @@
 //
 // Each DIR holds a go.mod; its module is written to the proxy under
 // -version (list, .info, .mod and the .zip golang.org/x/mod/zip makes, which
-// leaves out nested modules as the go command does). Use it with
+// leaves out nested modules as the go command does; with -license, a
+// module directory without a LICENSE gets the repository's, as the go command
+// gives a module in a subdirectory). Use it with
 // GOPROXY=file:///tmp/proxy and the unpublished versions' checksums kept out
 // of the checksum database (GONOSUMDB).
 //
@@ -40,16 +42,43 @@ func main() {
 	version := flag.String("version", "", "the version to serve every module at (required)")
 	out := flag.String("out", "", "the proxy's directory (required)")
 	repo := flag.String("verify", "", "compare the proxy's modules with the tags of this git repository")
+	license := flag.String("license", "", "the repository's LICENSE, for modules without one")
 	flag.Parse()
 	var err error
 	if *repo != "" {
 		err = verify(*out, *version, *repo, flag.Args())
 	} else {
-		err = write(*out, *version, flag.Args())
+		err = write(*out, *version, *license, flag.Args())
 	}
 	if err != nil {
 		log.Fatal(err)
 	}
+}
+
+// writeZip writes the zip of module m, whose files are in dir, to file. When
+// dir has no LICENSE and license is not empty, the zip holds license as its
+// LICENSE, as the go command zips a module in a repository's subdirectory.
+func writeZip(file string, m module.Version, dir, license string) error {
+	own := filepath.Join(dir, "LICENSE")
+	if _, err := os.Lstat(own); errors.Is(err, os.ErrNotExist) && license != "" {
+		data, err := os.ReadFile(license)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(own, data, 0o644); err != nil {
+			return err
+		}
+		defer os.Remove(own)
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	err = zip.CreateFromDir(f, m, dir)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // verify compares the modules of the proxy in out at version with the zips
@@ -102,8 +131,9 @@ func verify(out, version, repo string, dirs []string) error {
 	return nil
 }
 
-// write adds the modules of dirs to the proxy in out at version.
-func write(out, version string, dirs []string) error {
+// write adds the modules of dirs to the proxy in out at version. A module
+// without a LICENSE file gets license, if not empty.
+func write(out, version, license string, dirs []string) error {
 	if out == "" || !semver.IsValid(version) || len(dirs) == 0 {
 		return errors.New("usage: release -version vX.Y.Z -out DIR MODULEDIR...")
 	}
@@ -131,15 +161,7 @@ func write(out, version string, dirs []string) error {
 		if err := os.WriteFile(filepath.Join(at, version+".mod"), gomod, 0o644); err != nil {
 			return err
 		}
-		f, err := os.Create(filepath.Join(at, version+".zip"))
-		if err != nil {
-			return err
-		}
-		err = zip.CreateFromDir(f, module.Version{Path: path, Version: version}, dir)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
+		if err := writeZip(filepath.Join(at, version+".zip"), module.Version{Path: path, Version: version}, dir, license); err != nil {
 			return fmt.Errorf("zipping %s: %w", path, err)
 		}
 		list, _ := os.ReadFile(filepath.Join(at, "list"))
