@@ -120,7 +120,7 @@ func TestUnits(t *testing.T) {
 	}{
 		{"ns/document", 22870, "22.87 µs", "faster"},
 		{"ms/delete", 8.192, "8.19 ms", "faster"},
-		{"x-faster-than-seed", 732.3, "732.3×", "more"},
+		{"x-faster-than-ticks", 732.3, "732.3×", "more"},
 		{"writes/delete", 35, "35 writes/delete", "better"},
 	} {
 		u := unitOf(c.unit)
