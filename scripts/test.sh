@@ -64,6 +64,18 @@ for m in "${modules[@]}"; do
   (cd "$m" && go test -race -count=1 -timeout 20m ./...) || fail "tests in $m"
 done
 
+step "fuzz targets, ${TEND_FUZZTIME:=30s} each"
+# module directory, package, target
+fuzz_targets=(
+  ". ./store FuzzParseSelector"
+  "examples ./workspace/archive FuzzExtract"
+  "examples ./workspace/archive FuzzRoundTrip"
+)
+for f in "${fuzz_targets[@]}"; do
+  read -r m pkg target <<<"$f"
+  (cd "$m" && go test -run '^$' -fuzz "^$target\$" -fuzztime "$TEND_FUZZTIME" "$pkg") || fail "fuzzing $target"
+done
+
 if [ -f bench/go.mod ]; then
   step "benchmarks compile and run once"
   (cd bench && go test -run '^$' -bench . -benchtime 1x ./...) || fail "benchmarks"

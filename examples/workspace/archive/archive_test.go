@@ -67,6 +67,12 @@ var home = map[string]string{
 	"src/chain":          "link:../src/up/../..", // resolves outside through src/up
 	"empty":              "dir",
 	"spaces in name.txt": "x",
+	"c:notes":            "a name a drive letter could be read in",
+	"back\\slash":        "x",
+	"src/inside":         "link:../src/deep/../deep/a", // inside, through ..
+	"src/via-link":       "link:../link-to-dir/b.txt",  // inside, through another link
+	"link-to-dir":        "link:src/deep/a",
+	"dangling":           "link:no/such/file",
 }
 
 func TestArchiveRestoreRoundTrip(t *testing.T) {
@@ -82,8 +88,7 @@ func TestArchiveRestoreRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		slices.Sort(res.Excluded)
-		if want := []string{"absolute", "escape", "fifo", "src/chain"}; !slices.Equal(res.Excluded, want) {
+		if want := []string{"fifo"}; !slices.Equal(res.Excluded, want) {
 			t.Errorf("excluded %v, want %v", res.Excluded, want)
 		}
 
@@ -93,9 +98,7 @@ func TestArchiveRestoreRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := tree(t, src)
-		for _, k := range []string{"absolute", "escape", "fifo", "src/chain"} {
-			delete(want, k)
-		}
+		delete(want, "fifo")
 		if diff := cmp.Diff(want, tree(t, dst)); diff != "" {
 			t.Errorf("restored tree (-want +got):\n%s", diff)
 		}
@@ -218,7 +221,7 @@ func TestContract7RestoreJob(t *testing.T) {
 		})
 		t.Run("unsafe archive", func(t *testing.T) {
 			bad := archive.Key("ws1", "bad")
-			body := zstdOf(t, tarOf(t, file("ok.txt", "x"), symlink("evil", "../../outside")))
+			body := zstdOf(t, tarOf(t, file("ok.txt", "x"), symlink("evil", "../../outside"), file("evil/x", "x")))
 			_ = f.objects.Store.Put(ctx, bad, bytes.NewReader(body))
 			_ = f.objects.Store.Put(ctx, archive.MetaKey(bad), strings.NewReader(sha(body)))
 			err := f.jobs.Restore(ctx, bad, volume)

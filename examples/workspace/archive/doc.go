@@ -18,9 +18,12 @@
 //  3. Upload the archive, then its .meta, in that order. A crash in between
 //     leaves an archive without .meta, which the next run overwrites.
 //
-// Special files (devices, FIFOs, sockets) and symbolic links that would
-// resolve outside the volume are left out, so an archive this job writes is
-// always one the restore job accepts.
+// Every tree a Linux workspace may hold round-trips byte for byte: names with
+// any bytes a name may hold (':', '\\', newlines, invalid UTF-8, 255 bytes
+// long), deep paths, empty directories, permission bits, and symbolic links
+// whatever they point at (chains, dangling, absolute, leading out). Special
+// files (devices, FIFOs, sockets) are left out and listed in
+// [ArchiveResult.Excluded]: they do not outlive the processes that use them.
 //
 // # Restore job
 //
@@ -36,11 +39,22 @@
 //
 // # Safe extraction
 //
-// [Extract] and [ExtractTar] refuse, with [ErrUnsafe], absolute paths, ".."
-// components, entries under a symbolic link, symbolic and hard links that
-// resolve outside the target directory (through any chain of links), devices,
-// FIFOs and other special files. Every write goes through an [os.Root], so
-// even a refused archive writes nothing outside the target directory.
+// [Extract] and [ExtractTar] refuse, with [ErrUnsafe], only what would write
+// outside the target directory: absolute names, ".." components leading above
+// it, entries written through a symbolic link that leads outside it or to an
+// absolute path, hard links to anything but a regular file inside it, and
+// special files. Whether a path leads outside is decided by resolving it
+// against the tree extracted so far, link by link, as the kernel would, not
+// by its spelling: a link to "/etc/passwd" is only data, and an entry under a
+// link that points inside the tree lands inside. Every write also goes
+// through an [os.Root], so even a refused archive writes nothing outside the
+// target directory.
+//
+// # Cancellation
+//
+// Archiving, extracting, syncing, uploading and downloading stop within one
+// copy buffer (32 KiB) of their context's end, also in the middle of a large
+// file.
 //
 // # Errors
 //

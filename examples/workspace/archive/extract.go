@@ -2,16 +2,21 @@ package archive
 
 import (
 	"archive/tar"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/tendhq/tend/examples/internal/ctxio"
 )
 
 // Defaults of [Limits].
@@ -24,7 +29,7 @@ const (
 	DefaultMaxEntries = 10_000_000
 )
 
-// maxLinkHops bounds the symbolic links followed to resolve one link.
+// maxLinkHops bounds the symbolic links followed to resolve one path.
 const maxLinkHops = 255
 
 // Limits bound what one extraction may write, so that a small hostile
@@ -60,20 +65,27 @@ func Extract(ctx context.Context, r io.Reader, dir string, lim Limits) error {
 }
 
 // ExtractTar extracts the tar stream r into dir, which must be an empty
-// directory. It refuses, with an error matching [ErrUnsafe]:
+// directory. It restores directories, regular files, symbolic links (with
+// whatever target they had: creating a link writes nothing outside dir) and
+// hard links, with their permission bits, and refuses, with an error matching
+// [ErrUnsafe], only what would write outside dir:
 //
-//   - absolute names and names with a ".." component;
-//   - entries whose parent is a symbolic link;
-//   - symbolic links that are absolute or that resolve outside dir, directly
-//     or through other links of the archive (checked once every link is
-//     known, since a later link can redirect an earlier one);
-//   - hard links to anything but a regular file of the archive;
+//   - absolute names, and names whose ".." components lead above dir;
+//   - entries whose path passes through a symbolic link that leads outside
+//     dir or to an absolute path, as the tree extracted so far resolves it;
+//   - hard links to anything but a regular file extracted inside dir;
 //   - devices, FIFOs and every other special file.
 //
-// Every write goes through an [os.Root] opened on dir, so nothing is ever
-// written outside dir, even by an archive that is refused half way. On any
-// error dir holds a partial extraction, to be discarded. Permission bits are
-// kept, setuid, setgid and sticky bits dropped; owners are not restored.
+// An archive [Write] made from a tree is always accepted and restores that
+// tree. Every write goes through an [os.Root] opened on dir as well, so
+// nothing is ever written outside dir, even by an archive refused half way.
+// On any error dir holds a partial extraction, to be discarded.
+// Setuid, setgid and sticky bits are dropped and owners are not restored:
+// the restore job runs as a user that may write the volume, and the files it
+// extracts are the workspace's.
+//
+// A cancelled ctx stops the extraction within one copy buffer, even inside a
+// large file.
 func ExtractTar(ctx context.Context, r io.Reader, dir string, lim Limits) error {
 	lim = lim.withDefaults()
 	root, err := os.OpenRoot(dir)
@@ -84,7 +96,7 @@ func ExtractTar(ctx context.Context, r io.Reader, dir string, lim Limits) error 
 	if names, err := fs.ReadDir(root.FS(), "."); err != nil || len(names) > 0 {
 		return fmt.Errorf("archive: extract into %s: not an empty directory", dir)
 	}
-	x := &extractor{root: root, links: map[string]string{}, budget: lim.MaxBytes}
+	x := &extractor{root: root, dirs: map[string]fs.FileMode{}, budget: lim.MaxBytes}
 	tr := tar.NewReader(r)
 	for n := 0; ; n++ {
 		if err := ctx.Err(); err != nil {
@@ -100,23 +112,18 @@ func ExtractTar(ctx context.Context, r io.Reader, dir string, lim Limits) error 
 		if n >= lim.MaxEntries {
 			return fmt.Errorf("%w: more than %d entries", ErrTooLarge, lim.MaxEntries)
 		}
-		if err := x.entry(hdr, tr); err != nil {
+		if err := x.entry(ctx, hdr, tr); err != nil {
 			return err
 		}
 	}
-	for name := range x.links {
-		if err := resolveInside(x.links, name); err != nil {
-			return err
-		}
-	}
-	return nil
+	return x.chmodDirs()
 }
 
 // extractor is one extraction's state.
 type extractor struct {
 	root   *os.Root
-	links  map[string]string // symbolic links extracted so far: name → target
-	budget int64             // bytes of file content left
+	dirs   map[string]fs.FileMode // directories extracted: resolved name → mode
+	budget int64                  // bytes of file content left
 }
 
 func unsafe(name, format string, args ...any) error {
@@ -124,41 +131,80 @@ func unsafe(name, format string, args ...any) error {
 }
 
 // cleanName returns the entry name as a clean relative slash path ("" for
-// the root itself), or an error for absolute names and ".." components.
+// the root itself), or an error for absolute names and names whose ".."
+// components lead above the root.
 func cleanName(name string) (string, error) {
 	if name == "" || strings.ContainsRune(name, 0) {
 		return "", unsafe(name, "empty name or NUL byte")
 	}
-	if strings.HasPrefix(name, "/") || (len(name) > 1 && name[1] == ':') {
+	if strings.HasPrefix(name, "/") {
 		return "", unsafe(name, "absolute path")
 	}
-	var parts []string
-	for c := range strings.SplitSeq(name, "/") {
-		switch c {
-		case "", ".":
-		case "..":
-			return "", unsafe(name, "path escapes with ..")
-		default:
-			parts = append(parts, c)
-		}
+	switch c := path.Clean(name); {
+	case c == ".":
+		return "", nil
+	case c == ".." || strings.HasPrefix(c, "../"):
+		return "", unsafe(name, "path escapes with ..")
+	default:
+		return c, nil
 	}
-	return strings.Join(parts, "/"), nil
 }
 
-// underLink returns the symbolic link that name lies under, if any.
-func (x *extractor) underLink(name string) string {
-	for i := range len(name) {
-		if name[i] == '/' {
-			if _, ok := x.links[name[:i]]; ok {
-				return name[:i]
+// resolve follows the symbolic links of the tree extracted so far along
+// name, a clean relative path, and returns the path it leads to, with no
+// link left in it but, when last is false, its last component. Components
+// that do not exist yet are kept: they will be made as directories. It fails
+// with ErrUnsafe when the path leads above the root or to an absolute path.
+func (x *extractor) resolve(name string, last bool) (string, error) {
+	var stack []string
+	pending := strings.Split(name, "/")
+	for hops := 0; len(pending) > 0; {
+		c := pending[0]
+		pending = pending[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			if len(stack) == 0 {
+				return "", unsafe(name, "leads outside the root through a symbolic link")
 			}
+			stack = stack[:len(stack)-1]
+			continue
 		}
+		stack = append(stack, c)
+		if len(pending) == 0 && !last {
+			break
+		}
+		cur := strings.Join(stack, "/")
+		fi, err := x.root.Lstat(cur)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("archive: extract %q: %w", name, err)
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			continue
+		}
+		if hops++; hops > maxLinkHops {
+			return "", unsafe(name, "too many levels of symbolic links")
+		}
+		target, err := x.root.Readlink(cur)
+		if err != nil {
+			return "", fmt.Errorf("archive: extract %q: %w", name, err)
+		}
+		if strings.HasPrefix(target, "/") {
+			return "", unsafe(name, "leads through symbolic link %q to an absolute path", cur)
+		}
+		stack = stack[:len(stack)-1]
+		pending = append(strings.Split(target, "/"), pending...)
 	}
-	return ""
+	return strings.Join(stack, "/"), nil
 }
 
 // prepare makes name's parent and removes whatever is at name (a later entry
-// replaces an earlier one, as tar does).
+// replaces an earlier one, as tar does). name is resolved: no link in its
+// parent.
 func (x *extractor) prepare(name string) error {
 	if dir := path.Dir(name); dir != "." {
 		if err := x.root.MkdirAll(dir, 0o755); err != nil {
@@ -168,27 +214,26 @@ func (x *extractor) prepare(name string) error {
 	if err := x.root.RemoveAll(name); err != nil {
 		return fmt.Errorf("archive: extract %q: %w", name, err)
 	}
-	for l := range x.links {
-		if l == name || strings.HasPrefix(l, name+"/") {
-			delete(x.links, l)
-		}
-	}
 	return nil
 }
 
-func (x *extractor) entry(hdr *tar.Header, r io.Reader) error {
-	name, err := cleanName(hdr.Name)
+func (x *extractor) entry(ctx context.Context, hdr *tar.Header, r io.Reader) error {
+	clean, err := cleanName(hdr.Name)
 	if err != nil {
 		return err
 	}
-	if name == "" {
+	if clean == "" {
 		if hdr.Typeflag == tar.TypeDir {
 			return nil // the root itself
 		}
 		return unsafe(hdr.Name, "names the root")
 	}
-	if l := x.underLink(name); l != "" {
-		return unsafe(hdr.Name, "lies under symbolic link %q", l)
+	name, err := x.resolve(clean, false)
+	if err != nil {
+		return err
+	}
+	if name == "" {
+		return unsafe(hdr.Name, "names the root through a symbolic link")
 	}
 	perm := fs.FileMode(hdr.Mode) & fs.ModePerm
 	switch hdr.Typeflag {
@@ -198,9 +243,10 @@ func (x *extractor) entry(hdr *tar.Header, r io.Reader) error {
 				return err
 			}
 		}
-		if err := x.root.MkdirAll(name, perm|0o700); err != nil {
-			return fmt.Errorf("archive: extract %q: %w", name, err)
+		if err := x.root.MkdirAll(name, 0o700); err != nil {
+			return fmt.Errorf("archive: extract %q: %w", hdr.Name, err)
 		}
+		x.dirs[name] = perm
 		return nil
 	case tar.TypeReg:
 		if hdr.Size < 0 || hdr.Size > x.budget {
@@ -210,50 +256,43 @@ func (x *extractor) entry(hdr *tar.Header, r io.Reader) error {
 		if err := x.prepare(name); err != nil {
 			return err
 		}
-		f, err := x.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm|0o600)
+		f, err := x.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 		if err != nil {
-			return fmt.Errorf("archive: extract %q: %w", name, err)
+			return fmt.Errorf("archive: extract %q: %w", hdr.Name, err)
 		}
-		_, err = io.CopyN(f, r, hdr.Size)
+		_, err = io.CopyN(f, ctxio.Reader(ctx, r), hdr.Size)
+		if err == nil {
+			err = f.Chmod(perm)
+		}
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
 		if err != nil {
-			return fmt.Errorf("archive: extract %q: %w", name, err)
+			return fmt.Errorf("archive: extract %q: %w", hdr.Name, err)
 		}
 		return nil
 	case tar.TypeSymlink:
-		target := hdr.Linkname
-		switch {
-		case target == "" || strings.ContainsRune(target, 0):
+		if hdr.Linkname == "" || strings.ContainsRune(hdr.Linkname, 0) {
 			return unsafe(hdr.Name, "empty link target")
-		case strings.HasPrefix(target, "/"):
-			return unsafe(hdr.Name, "absolute link target %q", target)
-		}
-		if j := path.Join(path.Dir(name), target); j == ".." || strings.HasPrefix(j, "../") {
-			return unsafe(hdr.Name, "link target %q escapes the root", target)
 		}
 		if err := x.prepare(name); err != nil {
 			return err
 		}
-		if err := x.root.Symlink(target, name); err != nil {
-			return fmt.Errorf("archive: extract %q: %w", name, err)
+		if err := x.root.Symlink(hdr.Linkname, name); err != nil {
+			return fmt.Errorf("archive: extract %q: %w", hdr.Name, err)
 		}
-		x.links[name] = target
 		return nil
 	case tar.TypeLink:
-		target, err := cleanName(hdr.Linkname)
+		clean, err := cleanName(hdr.Linkname)
 		if err != nil {
 			return err
 		}
-		if target == "" || x.underLink(target) != "" {
-			return unsafe(hdr.Name, "hard link target %q outside the archive's files", hdr.Linkname)
+		target, err := x.resolve(clean, false)
+		if err != nil {
+			return err
 		}
-		if _, ok := x.links[target]; ok {
-			return unsafe(hdr.Name, "hard link to symbolic link %q", target)
-		}
-		if fi, err := x.root.Lstat(target); err != nil || !fi.Mode().IsRegular() {
-			return unsafe(hdr.Name, "hard link target %q is not a regular file of the archive", target)
+		if fi, err := x.root.Lstat(target); target == "" || err != nil || !fi.Mode().IsRegular() {
+			return unsafe(hdr.Name, "hard link target %q is not a regular file of the archive", hdr.Linkname)
 		}
 		if target == name {
 			return nil
@@ -262,7 +301,7 @@ func (x *extractor) entry(hdr *tar.Header, r io.Reader) error {
 			return err
 		}
 		if err := x.root.Link(target, name); err != nil {
-			return fmt.Errorf("archive: extract %q: %w", name, err)
+			return fmt.Errorf("archive: extract %q: %w", hdr.Name, err)
 		}
 		return nil
 	case tar.TypeXGlobalHeader:
@@ -272,45 +311,18 @@ func (x *extractor) entry(hdr *tar.Header, r io.Reader) error {
 	}
 }
 
-// resolveInside resolves the symbolic link name through links (every link of
-// the tree, by clean name) and fails with ErrUnsafe when it leads outside the
-// root or cannot be resolved. Components that are not links are taken as
-// directories: following one that is a file fails at run time, not outside.
-func resolveInside(links map[string]string, name string) error {
-	var stack []string
-	if dir := path.Dir(name); dir != "." {
-		stack = strings.Split(dir, "/")
-	}
-	if strings.HasPrefix(links[name], "/") {
-		return unsafe(name, "absolute link target")
-	}
-	pending := strings.Split(links[name], "/")
-	for hops := 0; len(pending) > 0; {
-		c := pending[0]
-		pending = pending[1:]
-		switch c {
-		case "", ".":
-			continue
-		case "..":
-			if len(stack) == 0 {
-				return unsafe(name, "link resolves outside the root")
-			}
-			stack = stack[:len(stack)-1]
-			continue
+// chmodDirs gives the directories extracted their modes, deepest first, now
+// that nothing more is written into them.
+func (x *extractor) chmodDirs() error {
+	names := slices.Collect(maps.Keys(x.dirs))
+	slices.SortFunc(names, func(a, b string) int { return cmp.Compare(len(b), len(a)) })
+	for _, name := range names {
+		if fi, err := x.root.Lstat(name); err != nil || !fi.IsDir() {
+			continue // replaced by a later entry
 		}
-		stack = append(stack, c)
-		target, ok := links[strings.Join(stack, "/")]
-		if !ok {
-			continue
+		if err := x.root.Chmod(name, x.dirs[name]); err != nil {
+			return fmt.Errorf("archive: extract %q: %w", name, err)
 		}
-		if hops++; hops > maxLinkHops {
-			return unsafe(name, "too many levels of symbolic links")
-		}
-		if strings.HasPrefix(target, "/") {
-			return unsafe(name, "link resolves to an absolute path")
-		}
-		stack = stack[:len(stack)-1]
-		pending = append(strings.Split(target, "/"), pending...)
 	}
 	return nil
 }

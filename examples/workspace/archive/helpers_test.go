@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -14,16 +15,21 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"testing"
 
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/tendhq/tend/examples/workspace/objstore"
 )
 
+// tb is what the helpers need of a test: testing.TB or *rapid.T.
+type tb interface {
+	Helper()
+	Fatal(args ...any)
+}
+
 // tarOf builds a tar stream; a regular file's content is its Linkname field
 // when Typeflag is TypeReg (Linkname is otherwise meaningless for files).
-func tarOf(t testing.TB, hdrs ...tar.Header) []byte {
+func tarOf(t tb, hdrs ...tar.Header) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
@@ -49,7 +55,7 @@ func tarOf(t testing.TB, hdrs ...tar.Header) []byte {
 	return buf.Bytes()
 }
 
-func zstdOf(t testing.TB, b []byte) []byte {
+func zstdOf(t tb, b []byte) []byte {
 	t.Helper()
 	enc, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
 	if err != nil {
@@ -72,7 +78,13 @@ func hardlink(name, target string) tar.Header {
 
 // tree describes a directory: every entry by slash path, with "dir", "link:
 // target" or the file's content.
-func tree(t testing.TB, root string) map[string]string {
+func tree(t tb, root string) map[string]string {
+	return describe(t, root, false)
+}
+
+// describe is tree, with each directory's and file's permission bits in
+// front of its description when withModes is set ("0755 dir").
+func describe(t tb, root string, withModes bool) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
@@ -84,21 +96,32 @@ func tree(t testing.TB, root string) map[string]string {
 			return nil
 		}
 		rel = filepath.ToSlash(rel)
+		var desc string
 		switch {
 		case d.IsDir():
-			out[rel] = "dir"
+			desc = "dir"
 		case d.Type()&fs.ModeSymlink != 0:
 			target, _ := os.Readlink(p)
 			out[rel] = "link:" + target
+			return nil
 		case !d.Type().IsRegular():
 			out[rel] = "special"
+			return nil
 		default:
 			b, err := os.ReadFile(p)
 			if err != nil {
 				return err
 			}
-			out[rel] = string(b)
+			desc = string(b)
 		}
+		if withModes {
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			desc = fmt.Sprintf("%04o %s", info.Mode().Perm(), desc)
+		}
+		out[rel] = desc
 		return nil
 	})
 	if err != nil {
@@ -107,7 +130,7 @@ func tree(t testing.TB, root string) map[string]string {
 	return out
 }
 
-func writeTree(t testing.TB, root string, files map[string]string) {
+func writeTree(t tb, root string, files map[string]string) {
 	t.Helper()
 	keys := make([]string, 0, len(files))
 	for k := range files {
@@ -150,6 +173,8 @@ type recorder struct {
 	puts    []string
 	failPut func(key string) error
 	failGet func(key string) error
+	// wrapGet, if set, wraps the body of every Get.
+	wrapGet func(io.ReadCloser) io.ReadCloser
 }
 
 var errInjected = errors.New("injected failure")
@@ -173,7 +198,11 @@ func (r *recorder) Get(ctx context.Context, key string) (io.ReadCloser, error) {
 			return nil, err
 		}
 	}
-	return r.Store.Get(ctx, key)
+	body, err := r.Store.Get(ctx, key)
+	if err == nil && r.wrapGet != nil {
+		body = r.wrapGet(body)
+	}
+	return body, err
 }
 
 func (r *recorder) takePuts() []string {

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/tendhq/tend/examples/internal/ctxio"
 	"github.com/tendhq/tend/examples/workspace/objstore"
 )
 
@@ -220,7 +221,7 @@ func (j *Jobs) download(ctx context.Context, key, file string) (string, error) {
 		return "", fmt.Errorf("archive: %w", err)
 	}
 	h := sha256.New()
-	_, err = io.Copy(io.MultiWriter(f, h), r)
+	_, err = io.Copy(io.MultiWriter(f, h), ctxio.Reader(ctx, r))
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

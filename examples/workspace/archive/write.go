@@ -11,20 +11,25 @@ import (
 	"strings"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/tendhq/tend/examples/internal/ctxio"
 )
 
 // Write writes the tree under src to w as a zstd-compressed tar stream, in
-// lexical order, with names relative to src. It leaves out what extraction
-// would refuse: special files (devices, FIFOs, sockets) and symbolic links
-// that are absolute or resolve outside src. It returns the names left out.
+// lexical order, with names relative to src: directories, regular files and
+// symbolic links (whatever their target), with their permission bits. It
+// leaves out special files (devices, FIFOs, sockets), which a workspace's home
+// does not keep across a stop, and returns their names. [ExtractTar] accepts
+// every archive Write makes and restores the tree from it.
+//
+// A cancelled ctx stops the archive within one copy buffer, even inside a
+// large file.
 func Write(ctx context.Context, w io.Writer, src string) (excluded []string, err error) {
-	type entry struct {
-		rel  string
-		path string
-		info fs.FileInfo
+	enc, err := zstd.NewWriter(w, zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		return nil, fmt.Errorf("archive: zstd: %w", err)
 	}
-	var entries []entry
-	links := map[string]string{}
+	tw := tar.NewWriter(enc)
 	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -41,58 +46,25 @@ func Write(ctx context.Context, w io.Writer, src string) (excluded []string, err
 		if err != nil {
 			return err
 		}
+		var target string
 		switch {
 		case info.Mode().IsRegular(), info.IsDir():
 		case info.Mode()&fs.ModeSymlink != 0:
-			target, err := os.Readlink(p)
-			if err != nil {
+			if target, err = os.Readlink(p); err != nil {
 				return err
 			}
-			links[rel] = filepath.ToSlash(target)
 		default:
 			excluded = append(excluded, rel)
 			return nil
 		}
-		entries = append(entries, entry{rel: rel, path: p, info: info})
-		return nil
+		return writeEntry(ctx, tw, rel, p, info, target)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("archive: walking %s: %w", src, err)
-	}
-	// Leave out links that resolve outside src; leaving one out can change
-	// how others resolve, so repeat until none is left out.
-	for changed := true; changed; {
-		changed = false
-		for name := range links {
-			if resolveInside(links, name) != nil {
-				delete(links, name)
-				excluded = append(excluded, name)
-				changed = true
-			}
-		}
-	}
-
-	enc, err := zstd.NewWriter(w, zstd.WithEncoderConcurrency(1))
-	if err != nil {
-		return nil, fmt.Errorf("archive: zstd: %w", err)
-	}
-	tw := tar.NewWriter(enc)
-	for _, e := range entries {
-		if err := ctx.Err(); err != nil {
-			enc.Close()
-			return nil, err
-		}
-		target, isLink := links[e.rel]
-		if e.info.Mode()&fs.ModeSymlink != 0 && !isLink {
-			continue // excluded above
-		}
-		if err := writeEntry(tw, e.rel, e.path, e.info, target); err != nil {
-			enc.Close()
-			return nil, err
-		}
+		discard(enc)
+		return nil, fmt.Errorf("archive: writing %s: %w", src, err)
 	}
 	if err := tw.Close(); err != nil {
-		enc.Close()
+		discard(enc)
 		return nil, fmt.Errorf("archive: tar: %w", err)
 	}
 	if err := enc.Close(); err != nil {
@@ -101,7 +73,14 @@ func Write(ctx context.Context, w io.Writer, src string) (excluded []string, err
 	return excluded, nil
 }
 
-func writeEntry(tw *tar.Writer, rel, p string, info fs.FileInfo, target string) error {
+// discard releases an encoder whose output is abandoned, without writing
+// what it still holds.
+func discard(enc *zstd.Encoder) {
+	enc.Reset(io.Discard)
+	enc.Close()
+}
+
+func writeEntry(ctx context.Context, tw *tar.Writer, rel, p string, info fs.FileInfo, target string) error {
 	hdr, err := tar.FileInfoHeader(info, target)
 	if err != nil {
 		return fmt.Errorf("archive: %s: %w", rel, err)
@@ -126,7 +105,10 @@ func writeEntry(tw *tar.Writer, rel, p string, info fs.FileInfo, target string) 
 		return fmt.Errorf("archive: %s: %w", rel, err)
 	}
 	defer f.Close()
-	if _, err := io.CopyN(tw, f, info.Size()); err != nil {
+	if _, err := io.CopyN(tw, ctxio.Reader(ctx, f), info.Size()); err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
 		return fmt.Errorf("archive: %s (changed while archived?): %w", rel, err)
 	}
 	return nil

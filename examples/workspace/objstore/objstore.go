@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/tendhq/tend/examples/internal/ctxio"
 )
 
 // Sentinel errors.
@@ -131,7 +133,7 @@ func (d *Dir) Put(ctx context.Context, key string, r io.Reader) error {
 		return fmt.Errorf("objstore: %s: %w", key, err)
 	}
 	defer os.Remove(f.Name())
-	_, err = io.Copy(f, ctxReader{ctx, r})
+	_, err = io.Copy(f, ctxio.Reader(ctx, r))
 	if err == nil {
 		err = f.Sync()
 	}
@@ -226,17 +228,4 @@ func (d *Dir) List(ctx context.Context, prefix string) ([]Info, error) {
 	}
 	slices.SortFunc(out, func(a, b Info) int { return strings.Compare(a.Key, b.Key) })
 	return out, nil
-}
-
-// ctxReader stops a copy when its context ends.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
 }

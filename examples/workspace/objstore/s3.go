@@ -12,6 +12,8 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/tendhq/tend/examples/internal/ctxio"
 )
 
 // DefaultPartSize is the size of the parts an [S3] store uploads a stream of
@@ -158,7 +160,9 @@ func (s *S3) Put(ctx context.Context, key string, r io.Reader) error {
 			size = n
 		}
 	}
-	_, err := s.client.PutObject(ctx, s.bucket, key, r, size, minio.PutObjectOptions{
+	// The client reads r in parts; ctxio stops the reads once ctx ends,
+	// whatever the client is doing with the part in hand.
+	_, err := s.client.PutObject(ctx, s.bucket, key, ctxio.Reader(ctx, r), size, minio.PutObjectOptions{
 		PartSize:    uint64(s.partSize),
 		ContentType: "application/octet-stream",
 	})
