@@ -3,7 +3,7 @@
 # the repository: they are served, at a pre-release version, by a file-based
 # module proxy built from the working tree as its release would publish them,
 # and fetched with `go get` into empty modules, with no workspace, no
-# GOFLAGS (so the go command's default -mod=readonly) and nothing cached.
+# GOFLAGS (so the go command's default -mod=readonly) and a fresh module cache.
 #
 #   bash scripts/check-modules.sh      # scripts/test.sh runs it
 #
