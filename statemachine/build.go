@@ -661,10 +661,14 @@ func (b *builder[S, P]) liveness() {
 }
 
 // end reports whether intent si is at an end in phase pi: settled, refused,
-// or held in the Fault phase (any intent but the final one).
+// or held in the Fault phase (any intent but the final one). A pair declared
+// unreachable is never an end: reaching it is a hole.
 func (b *builder[S, P]) end(si, pi int) bool {
 	m := b.m
 	pair := Pair[S, P]{m.states[si], m.phases[pi].Phase}
+	if m.unreach[pair] {
+		return false
+	}
 	if hasKey(m.settled, pair) || hasKey(m.refused, pair) {
 		return true
 	}

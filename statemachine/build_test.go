@@ -365,3 +365,19 @@ func TestNewProperty(t *testing.T) {
 		t.Fatalf("intent %v never settled; status %+v\n%s", intent, st, m.Mermaid())
 	})
 }
+
+// A pair declared unreachable is a hole wherever the machine can still reach
+// it, the Fault phase included: there it must not count as an end.
+func TestDeclaredUnreachableFaultPairIsAHole(t *testing.T) {
+	d := def{Name: "m", States: []string{"A"}, Initial: "p1",
+		Phases: []statemachine.PhaseSpec[string]{
+			{Phase: "p0", Kind: statemachine.Fault},
+			{Phase: "p1", Kind: statemachine.Transitional, Steps: []string{"s1"},
+				Completion: []statemachine.Require{statemachine.Is("c")}, Then: "p0"},
+		},
+		Unreachable: []statemachine.Pair[string, string]{{State: "A", Phase: "p0"}},
+	}
+	if _, err := statemachine.New(d); !errors.Is(err, statemachine.ErrNoProgress) {
+		t.Fatalf("New = %v, want ErrNoProgress: every object ends in (A, p0), declared unreachable", err)
+	}
+}
