@@ -35,8 +35,13 @@
 // id in one conflict-checked status write, deciding again until the document
 // settles, waits, or fails. Operation ids are persisted before the first step
 // of their operation runs and reused on every retry, so a crash at any point
-// resumes at the first unfinished step. A document deleted from the store is
-// driven to the machine's final pair before its finalizer is removed.
+// resumes at the first unfinished step. A step's outcome survives a write
+// someone else made while it ran (a label, the spec, a deletion request): the
+// status write conflicts, and the outcome is recorded on the document as it
+// now is, unless its status changed too; a failing step is never called
+// again just because its document was touched. A document deleted from the
+// store is driven to the machine's final pair before its finalizer is
+// removed.
 //
 //	drv, err := controller.NewDriver(gateways, machine, controller.DriverConfig[GatewaySpec, GatewayStatus]{
 //		Steps:     map[string]controller.Step[GatewaySpec, GatewayStatus]{"create_namespace": createNamespace /* … */},

@@ -7,6 +7,7 @@ type Defect = defect
 const (
 	DefectNoBackoff    = defectNoBackoff
 	DefectRequestsLost = defectRequestsLost
+	DefectOutcomeLost  = defectOutcomeLost
 )
 
 // Planted returns cfg with defect planted in the driver it configures.

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/rand"
@@ -184,6 +185,9 @@ const (
 	// defectRequestsLost records every request token as served the moment it
 	// is seen, whether or not an operation serves it.
 	defectRequestsLost
+	// defectOutcomeLost drops a step's outcome when its status write
+	// conflicts with a write made while the step ran.
+	defectOutcomeLost
 )
 
 // Driver is the [Reconciler] of documents governed by a
@@ -621,12 +625,18 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) pass(ctx context.Context, log
 	if d.m.NeedsOperationID(dec) {
 		r.OperationID = d.newID()
 	}
+	var before []byte // the status a step started from
 	switch dec.Kind {
 	case statemachine.Nothing:
 		if dec.Final {
 			return d.remove(ctx, obj)
 		}
 	case statemachine.Run:
+		doc, err := d.c.EncodeStatus(obj)
+		if err != nil {
+			return end(Result{}, err)
+		}
+		before = doc.Status
 		r.Outcome, r.Err = d.run(ctx, obj, dec)
 		if ctx.Err() != nil && r.Outcome != statemachine.Done {
 			// Cancelled (shutdown, timeout, lease lost): record nothing.
@@ -644,6 +654,9 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) pass(ctx context.Context, log
 	if !next.Equal(read) {
 		*PStatus(&obj.Status).MachineStatus() = next
 		written, err := d.writeStatus(ctx, obj)
+		if before != nil && errors.Is(err, store.ErrConflict) && d.defects&defectOutcomeLost == 0 {
+			written, err = d.recordOver(ctx, obj, before)
+		}
 		switch {
 		case errors.Is(err, store.ErrConflict):
 			return nil, passReread, Result{}, err
@@ -841,6 +854,39 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) writeStatus(ctx context.Conte
 	}
 	obj.Meta = stored.Meta
 	return obj, nil
+}
+
+// recordOver records the outcome of a step whose status write conflicted:
+// the document changed while the step ran (a label, the spec, a deletion
+// request). The outcome is a fact about the world, and dropping it would
+// call the step again at once, however often it has failed. So while the
+// stored status is still the one the step started from (before, as
+// EncodeStatus encodes it), the status the step left in obj is written onto
+// the document as it now is. Its observed generation and deletion stay
+// those the step ran under, so the next pass sees what changed and acts on
+// it. A status someone else changed meanwhile wins: the conflict is
+// returned, and the step's outcome is dropped for the next pass to decide
+// on what is stored.
+func (d *phaseDriver[Spec, Status, PStatus, S, P]) recordOver(ctx context.Context, obj *store.Object[Spec, Status], before []byte) (*store.Object[Spec, Status], error) {
+	for attempt := 0; ; attempt++ {
+		cur, err := d.c.Get(ctx, obj.Key)
+		if err != nil {
+			return nil, err
+		}
+		doc, err := d.c.EncodeStatus(cur)
+		if err != nil {
+			return nil, err
+		}
+		if !bytes.Equal(doc.Status, before) {
+			return nil, &store.Error{Op: "update status", Kind: d.c.Kind(), Key: obj.Key,
+				Err: fmt.Errorf("%w: the status changed while a step ran", store.ErrConflict)}
+		}
+		cur.Status = obj.Status
+		written, err := d.writeStatus(ctx, cur)
+		if !errors.Is(err, store.ErrConflict) || attempt == d.conflicts {
+			return written, err
+		}
+	}
 }
 
 // errStepTimeout is the cause of a step context that ran out of its phase's

@@ -497,3 +497,119 @@ func TestPanickingStepIsAFailedAttempt(t *testing.T) {
 		t.Fatalf("logged %v, want the panic once with its stack", logs.All())
 	}
 }
+
+// A step's outcome is recorded even when the document changed while the
+// step ran: its status write conflicts, and the driver records the outcome
+// on the document as it now is instead of calling the step again. A label
+// written during every call of an always-failing step leaves the backoff
+// exactly as it is; a step that succeeds while the labels change runs once.
+func TestStepOutcomeSurvivesConcurrentWrites(t *testing.T) {
+	touch := func(t *testing.T, f *gwFixture, key string, n int) {
+		obj, err := f.coll.Get(t.Context(), key)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		obj.Labels = map[string]string{"touched": fmt.Sprint(n)}
+		if _, err := f.coll.UpdateSpec(t.Context(), obj); err != nil {
+			t.Error(err)
+		}
+	}
+	t.Run("failing", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			f := newGWFixture(t)
+			c := &calls{start: time.Now()}
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			f.world.hook = func(r stepRun) (sm.Outcome, error) {
+				if r.step != "create_database" {
+					return 0, nil
+				}
+				n := c.add()
+				touch(t, f, r.key, n)
+				if n == 1000 {
+					cancel()
+				}
+				return 0, errors.New("quota exceeded")
+			}
+			stop := running(t, f.driver(t, f.config()), nil, nil)
+			f.create(t, "gw", gwRunning)
+			select {
+			case <-time.After(3 * time.Second):
+			case <-ctx.Done():
+			}
+			stop()
+			got := c.times()
+			if want := allowed(3 * time.Second); len(got) != want {
+				t.Fatalf("the failing step ran %d times in 3 s with a label written during each call, the backoff allows %d (first calls at %v)",
+					len(got), want, got[:min(len(got), 12)])
+			}
+			obj := f.get(t, "gw")
+			if op := obj.Status.Operation; op == nil || op.Attempts != len(got) || !strings.Contains(op.LastError, "quota exceeded") {
+				t.Fatalf("operation in status: %+v", op)
+			}
+			if obj.Labels["touched"] != fmt.Sprint(len(got)) {
+				t.Fatalf("labels %v: the last write during a call was lost", obj.Labels)
+			}
+		})
+	})
+	t.Run("succeeding", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			f := newGWFixture(t)
+			c := &calls{start: time.Now()}
+			f.world.hook = func(r stepRun) (sm.Outcome, error) {
+				if r.step != "create_namespace" {
+					return 0, nil
+				}
+				if n := c.add(); n < 100 { // a runaway loop ends
+					touch(t, f, r.key, n)
+				}
+				return 0, nil
+			}
+			stop := running(t, f.driver(t, f.config()), nil, nil)
+			f.create(t, "gw", gwRunning)
+			time.Sleep(time.Minute)
+			stop()
+			if got := c.times(); len(got) != 1 {
+				t.Fatalf("create_namespace ran at %v, want once", got)
+			}
+			if obj := f.get(t, "gw"); obj.Status.Phase != phStarted || obj.Status.Namespace == "" {
+				t.Fatalf("status %+v, want Started with the namespace the step recorded", obj.Status)
+			}
+		})
+	})
+	// A status someone else wrote while the step ran is not written over:
+	// the step's outcome is dropped and the step runs again on the status
+	// as it now is.
+	t.Run("status changed", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			f := newGWFixture(t)
+			c := &calls{start: time.Now()}
+			f.world.hook = func(r stepRun) (sm.Outcome, error) {
+				if r.step != "create_namespace" || c.add() > 1 {
+					return 0, nil
+				}
+				obj, err := f.coll.Get(t.Context(), r.key)
+				if err != nil {
+					t.Error(err)
+					return 0, nil
+				}
+				obj.Status.Namespace = "written by someone else"
+				if _, err := f.coll.UpdateStatus(t.Context(), obj); err != nil {
+					t.Error(err)
+				}
+				return 0, nil
+			}
+			stop := running(t, f.driver(t, f.config()), nil, nil)
+			f.create(t, "gw", gwRunning)
+			time.Sleep(time.Minute)
+			stop()
+			if got := c.times(); len(got) != 2 || got[1] != 0 {
+				t.Fatalf("create_namespace ran at %v, want twice, the second at once", got)
+			}
+			if obj := f.get(t, "gw"); obj.Status.Phase != phStarted || !strings.HasPrefix(obj.Status.Namespace, "ns-") {
+				t.Fatalf("status %+v, want Started with the namespace the second call recorded", obj.Status)
+			}
+		})
+	})
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"testing/synctest"
 	"time"
 
@@ -30,11 +31,13 @@ func (r *run[Spec, Status, PStatus, S, P]) act(a action[S]) {
 			r.logf("  already removed")
 		case err != nil:
 			r.problem("deleting the document: %v", err)
-		default:
-			r.disrupted()
 		}
 	case doRelease:
 		r.release()
+	case doTouch:
+		r.mu.Lock()
+		r.touch = true
+		r.mu.Unlock()
 	case doRecreate:
 		r.create(a.intent, false)
 	case doFail, doFailAfter, doTerminal, doPanic, doSlow, doCrashAfter:
@@ -83,23 +86,11 @@ func (r *run[Spec, Status, PStatus, S, P]) write(set func(*Spec)) {
 	switch {
 	case errors.Is(err, statemachine.ErrIntentRefused):
 		r.logf("  refused: %v", err)
-		return
 	case errors.Is(err, store.ErrNotFound):
 		r.logf("  the document is gone")
-		return
 	case err != nil:
 		r.problem("writing the spec: %v", err)
-		return
 	}
-	r.disrupted()
-}
-
-// disrupted counts a write by someone else than the driver: the driver's
-// own write that conflicts with it is lost, a failure's record with it.
-func (r *run[Spec, Status, PStatus, S, P]) disrupted() {
-	r.mu.Lock()
-	r.disruptions++
-	r.mu.Unlock()
 }
 
 // create creates the document with intent, and with another owner's
@@ -134,10 +125,37 @@ func (r *run[Spec, Status, PStatus, S, P]) release() {
 		}
 		obj.Finalizers = slices.DeleteFunc(obj.Finalizers, func(f string) bool { return f == holdFinalizer })
 		_, err = r.coll.UpdateSpec(r.ctx, obj)
-		r.disrupted()
 		if !errors.Is(err, store.ErrConflict) {
 			if err != nil && !errors.Is(err, store.ErrNotFound) {
 				r.problem("removing the other owner's finalizer: %v", err)
+			}
+			return
+		}
+	}
+}
+
+// touchLabels writes the document's labels, as a user or another tool
+// would while a step runs: the driver's status write after the step
+// conflicts with it.
+func (r *run[Spec, Status, PStatus, S, P]) touchLabels() {
+	for {
+		obj, err := r.coll.Get(r.ctx, key)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			return
+		case err != nil:
+			r.problem("reading the document: %v", err)
+			return
+		}
+		if obj.Labels == nil {
+			obj.Labels = map[string]string{}
+		}
+		n, _ := strconv.Atoi(obj.Labels[touchLabel])
+		obj.Labels[touchLabel] = strconv.Itoa(n + 1)
+		_, err = r.coll.UpdateSpec(r.ctx, obj)
+		if !errors.Is(err, store.ErrConflict) {
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
+				r.problem("writing the document's labels: %v", err)
 			}
 			return
 		}
@@ -276,7 +294,7 @@ func (r *run[Spec, Status, PStatus, S, P]) fingerprint() string {
 		return "removed" // nothing that happens next can matter
 	}
 	r.mu.Lock()
-	faults := fmt.Sprint(r.broken, r.oneShot)
+	faults := fmt.Sprint(r.broken, r.oneShot, r.touch)
 	r.mu.Unlock()
 	st := status[Spec, Status, PStatus](obj)
 	op := "-"

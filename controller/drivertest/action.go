@@ -13,6 +13,7 @@ const (
 	doRequest                // the user writes a new request token
 	doDelete                 // the user deletes the document through the store
 	doRelease                // another owner's finalizer on the document is removed
+	doTouch                  // someone else writes the document's labels during the next step call
 	doRecreate               // the user creates the document again after it was removed
 	doFail                   // the next call of a step fails before its effect
 	doFailAfter              // the next call of a step has its effect, then fails
@@ -53,6 +54,8 @@ func (a action[S]) String() string {
 		return "delete the document"
 	case doRelease:
 		return "remove the other owner's finalizer"
+	case doTouch:
+		return "write the document's labels during the next step call"
 	case doRecreate:
 		return fmt.Sprintf("create the document again with intent %v", a.intent)
 	case doFail:

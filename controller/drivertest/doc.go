@@ -39,7 +39,8 @@
 //   - a user's writes: a new intent (through the driver's admission, as an
 //     API would), a request, a deletion through the store (sometimes with
 //     another owner's finalizer, removed later), a new document after one
-//     was removed;
+//     was removed, a label written while a step runs (the driver's status
+//     write after the step conflicts with it);
 //   - step faults: a failure before the step's effect, after it, a terminal
 //     one (with [Config.TerminalFailures]), a panic, a call slower than a
 //     lease, a crash of the replica between the step's effect and the write

@@ -196,7 +196,7 @@ func drawIntent[Spec controller.HasIntent[S], Status any, S, P comparable](t *ra
 // crashes and time.
 func drawAction[Spec controller.HasIntent[S], Status any, S, P comparable](t *rapid.T, cfg Config[Spec, Status, S, P], i int) action[S] {
 	m := cfg.Machine
-	kinds := []kind{doIntent, doIntent, doIntent, doIntent, doDelete, doRelease, doRecreate,
+	kinds := []kind{doIntent, doIntent, doIntent, doIntent, doDelete, doRelease, doRecreate, doTouch,
 		doFail, doFail, doFail, doFailAfter, doPanic, doSlow, doCrashAfter, doCrashAfter, doBreak, doBreak, doHeal, doCrash,
 		doSleep, doSleep, doSleep, doSleep, doSleep, doSleep, doSleep, doSleep}
 	if len(m.Requests()) > 0 {

@@ -33,7 +33,8 @@ func Explore[Spec controller.HasIntent[S], Status any, PStatus interface {
 //
 // The document is created with each intent the machine admits in its
 // initial phase. Then each action is one of: set each intent, ask for each
-// request, delete the document, fail the next step call, crash the replica
+// request, delete the document, write its labels during the next step
+// call, fail the next step call, crash the replica
 // after the next step call's effect, fail every step call until healed, heal,
 // let a second pass, let the horizon pass; with several replicas also make
 // the next step call outlast a lease and cut a replica off the store. After
@@ -111,6 +112,7 @@ func exploredActions[Spec controller.HasIntent[S], Status any, S, P comparable](
 	}
 	out = append(out,
 		action[S]{kind: doDelete},
+		action[S]{kind: doTouch},
 		action[S]{kind: doFail},
 		action[S]{kind: doCrashAfter},
 		action[S]{kind: doBreak},

@@ -35,6 +35,10 @@ var (
 // document, so that its removal waits for doRelease.
 const holdFinalizer = "drivertest.tend.dev/other-owner"
 
+// touchLabel is the label someone else writes during a step call (doTouch):
+// how many times it did.
+const touchLabel = "drivertest.tend.dev/touched"
+
 // key is the key of the one document a run drives.
 const key = "doc"
 
@@ -58,13 +62,14 @@ type run[Spec controller.HasIntent[S], Status any, PStatus interface {
 
 	mu          sync.Mutex // guards everything below
 	oneShot     []action[S]
+	touch       bool            // the labels are written during the next step call
 	broken      map[string]bool // steps failing until healed
 	flips       map[string]int
 	partitioned map[int]bool
 	replicas    []*replica
 	inFlight    map[string]int // replica in a step call, by document key
 	streak      *streak
-	disruptions int                        // writes by others, crashes and partitions: each may lose a failure's record
+	disruptions int                        // crashes, partitions and their end: each may lose a failure's record
 	instant     time.Time                  // the virtual instant of the last reconcile
 	reconciles  int                        // the reconciles at instant
 	servedBy    map[string]map[string]bool // request token → ids of the operations that carried it
@@ -89,7 +94,7 @@ type streak struct {
 	op, step    string
 	generation  int64
 	terminating bool
-	start       time.Time
+	start       time.Time // when the first call ended: the backoff counts from its failure
 	calls       int
 	disruptions int // the run's disruptions when the streak began
 }
@@ -319,9 +324,11 @@ func (r *run[Spec, Status, PStatus, S, P]) step(rep *replica, name string, step 
 		if r.park(ctx) {
 			return statemachine.Failed, ctx.Err()
 		}
-		start := time.Now()
-		f := r.enter(rep, name, obj, opID, start)
-		defer func() { r.exit(rep, obj, name, opID, start, out, err) }()
+		f, touch := r.enter(rep, name, obj, opID, time.Now())
+		defer func() { r.exit(rep, obj, name, opID, out, err) }()
+		if touch {
+			r.touchLabels()
+		}
 		switch f.kind {
 		case doFail:
 			return statemachine.Failed, errInjected
@@ -354,8 +361,9 @@ func (r *run[Spec, Status, PStatus, S, P]) step(rep *replica, name string, step 
 }
 
 // enter checks a step call as it starts and returns the fault it is to
-// suffer (kind doIntent: none).
-func (r *run[Spec, Status, PStatus, S, P]) enter(rep *replica, name string, obj *store.Object[Spec, Status], opID string, now time.Time) action[S] {
+// suffer (kind doIntent: none), and whether someone else writes the
+// document's labels during it.
+func (r *run[Spec, Status, PStatus, S, P]) enter(rep *replica, name string, obj *store.Object[Spec, Status], opID string, now time.Time) (action[S], bool) {
 	ms := status[Spec, Status, PStatus](obj)
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -389,16 +397,21 @@ func (r *run[Spec, Status, PStatus, S, P]) enter(rep *replica, name string, obj 
 	if r.broken[name] || r.broken[anyStep] {
 		f.kind = doBreak
 	}
+	touch := r.touch
+	r.touch = false
 	if f.kind != doIntent {
 		r.logf("  step %q of %s on replica %d: %v", name, opID, rep.id, f)
 	} else {
 		r.logf("  step %q of %s on replica %d", name, opID, rep.id)
 	}
-	return f
+	if touch {
+		r.logf("  labels written by someone else during the call")
+	}
+	return f, touch
 }
 
 // exit records how a step call ended.
-func (r *run[Spec, Status, PStatus, S, P]) exit(rep *replica, obj *store.Object[Spec, Status], name, opID string, start time.Time, out statemachine.Outcome, err error) {
+func (r *run[Spec, Status, PStatus, S, P]) exit(rep *replica, obj *store.Object[Spec, Status], name, opID string, out statemachine.Outcome, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.inFlight[obj.Key] = 0
@@ -410,7 +423,7 @@ func (r *run[Spec, Status, PStatus, S, P]) exit(rep *replica, obj *store.Object[
 		r.streak = nil
 	case s == nil || s.op != opID || s.step != name || s.generation != obj.Generation || s.terminating != obj.Terminating():
 		r.streak = &streak{op: opID, step: name, generation: obj.Generation, terminating: obj.Terminating(),
-			start: start, calls: 1, disruptions: r.disruptions}
+			start: time.Now(), calls: 1, disruptions: r.disruptions}
 	}
 }
 
