@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -73,6 +74,31 @@ var home = map[string]string{
 	"src/via-link":       "link:../link-to-dir/b.txt",  // inside, through another link
 	"link-to-dir":        "link:src/deep/a",
 	"dangling":           "link:no/such/file",
+	"hard":               "hard:notes.txt",
+	"src/deep/hard":      "hard:notes.txt",
+}
+
+// addSpecialFiles makes a FIFO, a socket and, when the test may, a
+// character device under dir, and returns their names.
+func addSpecialFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	if err := syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: filepath.Join(dir, "socket"), Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.SetUnlinkOnClose(false)
+	l.Close()
+	names := []string{"fifo", "socket"}
+	if err := syscall.Mknod(filepath.Join(dir, "src", "null"), syscall.S_IFCHR|0o666, 1<<8|3); err == nil {
+		names = append(names, "src/null")
+	} else {
+		t.Logf("no device among the special files: %v", err)
+	}
+	slices.Sort(names)
+	return names
 }
 
 func TestArchiveRestoreRoundTrip(t *testing.T) {
@@ -80,16 +106,14 @@ func TestArchiveRestoreRoundTrip(t *testing.T) {
 		ctx := context.Background()
 		src := t.TempDir()
 		writeTree(t, src, home)
-		if err := syscall.Mkfifo(filepath.Join(src, "fifo"), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		special := addSpecialFiles(t, src)
 		key := archive.Key("ws1", "op1")
 		res, err := f.jobs.Archive(ctx, key, src)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := []string{"fifo"}; !slices.Equal(res.Excluded, want) {
-			t.Errorf("excluded %v, want %v", res.Excluded, want)
+		if !slices.Equal(res.Excluded, special) {
+			t.Errorf("excluded %q, want the special files %q", res.Excluded, special)
 		}
 
 		dst := t.TempDir()
@@ -98,7 +122,9 @@ func TestArchiveRestoreRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := tree(t, src)
-		delete(want, "fifo")
+		for _, name := range special {
+			delete(want, name)
+		}
 		if diff := cmp.Diff(want, tree(t, dst)); diff != "" {
 			t.Errorf("restored tree (-want +got):\n%s", diff)
 		}

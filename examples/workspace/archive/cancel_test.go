@@ -1,7 +1,6 @@
 package archive_test
 
 import (
-	"archive/tar"
 	"bytes"
 	"context"
 	"errors"
@@ -9,92 +8,35 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/tendhq/tend/examples/workspace/archive"
 )
 
-// copyBuffer is the buffer io.Copy copies through: after its context ends,
-// a copy may write the one buffer it had read, and nothing more.
+// copyBuffer is the buffer a copy goes through: after its context ends, a
+// copy may write the one buffer it had read, and nothing more.
 const copyBuffer = 32 << 10
 
 // cancelAfter is how many bytes the tests let through before they cancel.
 const cancelAfter = 1 << 20
 
 // cancellingReader reads r, counting the bytes it returns, and calls cancel
-// once it has returned cancelAfter of them.
+// once, when it has returned cancelAfter of them.
 type cancellingReader struct {
 	r      io.Reader
 	read   atomic.Int64
-	cancel context.CancelFunc
+	cancel func()
+	once   sync.Once
 }
 
 func (c *cancellingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	if c.read.Add(int64(n)) >= cancelAfter {
-		c.cancel()
+		c.once.Do(c.cancel)
 	}
 	return n, err
-}
-
-func (c *cancellingReader) Close() error { return nil }
-
-// zeros is an endless reader of zero bytes.
-type zeros struct{}
-
-func (zeros) Read(p []byte) (int, error) {
-	clear(p)
-	return len(p), nil
-}
-
-// A large file's extraction stops within one copy buffer of its context's
-// end, not at the end of the file.
-func TestExtractStopsInsideAnEntryWhenCancelled(t *testing.T) {
-	const size = 1 << 30
-	var hdr bytes.Buffer
-	tw := tar.NewWriter(&hdr)
-	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: "big", Size: size, Mode: 0o644}); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	body := &cancellingReader{r: io.LimitReader(zeros{}, size), cancel: cancel}
-	_, target, _ := sandbox(t)
-	err := archive.ExtractTar(ctx, io.MultiReader(bytes.NewReader(hdr.Bytes()), body), target, archive.Limits{MaxBytes: 2 * size})
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("ExtractTar = %v, want context.Canceled", err)
-	}
-	fi, err := os.Stat(filepath.Join(target, "big"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if after := fi.Size() - cancelAfter; after > copyBuffer {
-		t.Errorf("%d bytes written after the cancellation, want at most one copy buffer (%d)", after, copyBuffer)
-	}
-}
-
-// A large file's archiving stops within one copy buffer of its context's
-// end. The compressor may still hand out the block it had filled: at most
-// one zstd block (128 KiB) more.
-func TestWriteStopsInsideAFileWhenCancelled(t *testing.T) {
-	src := t.TempDir()
-	data := make([]byte, 32<<20)
-	rnd := rand.NewChaCha8([32]byte{1})
-	_, _ = rnd.Read(data) // incompressible, so bytes out follow bytes in
-	if err := os.WriteFile(filepath.Join(src, "big"), data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	out := &cancellingWriter{cancel: cancel}
-	if _, err := archive.Write(ctx, out, src); !errors.Is(err, context.Canceled) {
-		t.Fatalf("Write = %v, want context.Canceled", err)
-	}
-	const zstdBlock = 128 << 10
-	if after := out.written - cancelAfter; after > copyBuffer+zstdBlock+4<<10 {
-		t.Errorf("%d bytes written after the cancellation, want at most one copy buffer and one compressed block", after)
-	}
 }
 
 // cancellingWriter counts the bytes written to it and calls cancel once it
@@ -112,14 +54,79 @@ func (c *cancellingWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// The restore job's download stops within one copy buffer of its context's
-// end, and so does the archive job's upload, on every kind of object store.
+// random returns n incompressible bytes, the same for the same seed, so that
+// bytes out of a compressor follow bytes in.
+func random(n int, seed byte) []byte {
+	b := make([]byte, n)
+	_, _ = rand.NewChaCha8([32]byte{seed}).Read(b)
+	return b
+}
+
+// A large file's extraction, from a tar or a tar.zst stream, stops within
+// one copy buffer of its context's end, not at the end of the file.
+func TestExtractStopsInsideAnEntryWhenCancelled(t *testing.T) {
+	tarred := tarOf(t, file("big", string(random(32<<20, 1))))
+	for _, tc := range []struct {
+		name    string
+		stream  []byte
+		extract func(context.Context, io.Reader, string, archive.Limits) error
+	}{
+		{"tar", tarred, archive.ExtractTar},
+		{"tar.zst", zstdOf(t, tarred), archive.Extract},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, target, _, cleanup := sandbox(t)
+			defer cleanup()
+			big := filepath.Join(target, "big")
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			atCancel := int64(-1) // bytes of big written when the context ended
+			body := &cancellingReader{r: bytes.NewReader(tc.stream), cancel: func() {
+				if fi, err := os.Stat(big); err == nil {
+					atCancel = fi.Size()
+				}
+				cancel()
+			}}
+			if err := tc.extract(ctx, body, target, archive.Limits{}); !errors.Is(err, context.Canceled) {
+				t.Fatalf("extract = %v, want context.Canceled", err)
+			}
+			fi, err := os.Stat(big)
+			if err != nil || atCancel < 0 {
+				t.Fatalf("the extraction was not inside the file when the context ended: %v", err)
+			}
+			if after := fi.Size() - atCancel; after > copyBuffer {
+				t.Errorf("%d bytes written after the cancellation, want at most one copy buffer (%d)", after, copyBuffer)
+			}
+		})
+	}
+}
+
+// A large file's archiving stops within one copy buffer of its context's
+// end. The compressor may still hand out the block it had filled: at most
+// one zstd block (128 KiB) more.
+func TestWriteStopsInsideAFileWhenCancelled(t *testing.T) {
+	src := t.TempDir()
+	if err := os.WriteFile(filepath.Join(src, "big"), random(32<<20, 2), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := &cancellingWriter{cancel: cancel}
+	if _, err := archive.Write(ctx, out, src); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Write = %v, want context.Canceled", err)
+	}
+	const zstdBlock = 128 << 10
+	if after := out.written - cancelAfter; after > copyBuffer+zstdBlock+4<<10 {
+		t.Errorf("%d bytes written after the cancellation, want at most one copy buffer and one compressed block", after)
+	}
+}
+
+// The restore job's download and the archive job's upload stop within one
+// copy buffer of their context's end, on every kind of object store.
 func TestJobsStopCopyingWhenCancelled(t *testing.T) {
 	forEachStore(t, func(t *testing.T, f *fixture) {
 		src := t.TempDir()
-		data := make([]byte, 16<<20)
-		_, _ = rand.NewChaCha8([32]byte{2}).Read(data)
-		if err := os.WriteFile(filepath.Join(src, "big"), data, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(src, "big"), random(16<<20, 3), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		key := archive.Key("ws1", "op1")
@@ -153,22 +160,27 @@ func TestJobsStopCopyingWhenCancelled(t *testing.T) {
 		t.Run("upload", func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			body := &cancellingReader{r: io.LimitReader(rand.NewChaCha8([32]byte{3}), 64<<20), cancel: cancel}
-			err := f.objects.Put(ctx, "ws1/up/home.tar.zst", bufferedReads{body})
-			if err == nil {
-				t.Fatal("Put succeeded after its context was cancelled")
+			var body *cancellingReader
+			f.objects.wrapPut = func(r io.Reader) io.Reader {
+				body = &cancellingReader{r: r, cancel: cancel}
+				if s, ok := r.(io.Seeker); ok { // the store may size the upload
+					return struct {
+						io.Reader
+						io.Seeker
+					}{body, s}
+				}
+				return body
+			}
+			defer func() { f.objects.wrapPut = nil }()
+			if _, err := f.jobs.Archive(ctx, archive.Key("ws1", "op2"), src); err == nil {
+				t.Fatal("Archive succeeded after its context was cancelled")
+			}
+			if body == nil || body.read.Load() < cancelAfter {
+				t.Fatal("the upload was not under way when the context was cancelled")
 			}
 			if after := body.read.Load() - cancelAfter; after > copyBuffer {
 				t.Errorf("%d bytes read for the upload after the cancellation, want at most one copy buffer", after)
 			}
 		})
 	})
-}
-
-// bufferedReads hands out at most one copy buffer per read, as a file or a
-// connection does, whatever the size the caller asks for.
-type bufferedReads struct{ r io.Reader }
-
-func (b bufferedReads) Read(p []byte) (int, error) {
-	return b.r.Read(p[:min(len(p), copyBuffer)])
 }

@@ -29,8 +29,9 @@ const (
 	DefaultMaxEntries = 10_000_000
 )
 
-// maxLinkHops bounds the symbolic links followed to resolve one path.
-const maxLinkHops = 255
+// maxLinkHops bounds the symbolic links followed to resolve one path, as
+// the kernel's MAXSYMLINKS does.
+const maxLinkHops = 40
 
 // Limits bound what one extraction may write, so that a small hostile
 // archive cannot fill a disk. Exceeding one fails with [ErrTooLarge].
@@ -65,27 +66,36 @@ func Extract(ctx context.Context, r io.Reader, dir string, lim Limits) error {
 }
 
 // ExtractTar extracts the tar stream r into dir, which must be an empty
-// directory. It restores directories, regular files, symbolic links (with
-// whatever target they had: creating a link writes nothing outside dir) and
-// hard links, with their permission bits, and refuses, with an error matching
-// [ErrUnsafe], only what would write outside dir:
+// directory. It restores directories, regular files, hard links between them
+// and symbolic links, with their permission bits. A symbolic link is data:
+// it is restored with whatever target it had, inside dir or not, dangling or
+// not, since creating it writes nothing outside dir. What ExtractTar refuses,
+// with an error matching [ErrUnsafe], is what would be written outside dir or
+// cannot be a workspace's file:
 //
-//   - absolute names, and names whose ".." components lead above dir;
-//   - entries whose path passes through a symbolic link that leads outside
-//     dir or to an absolute path, as the tree extracted so far resolves it;
+//   - empty and absolute names, and names that lead above dir;
+//   - names that pass through a symbolic link to an absolute path;
 //   - hard links to anything but a regular file extracted inside dir;
 //   - devices, FIFOs and every other special file.
 //
-// An archive [Write] made from a tree is always accepted and restores that
-// tree. Every write goes through an [os.Root] opened on dir as well, so
-// nothing is ever written outside dir, even by an archive refused half way.
-// On any error dir holds a partial extraction, to be discarded.
-// Setuid, setgid and sticky bits are dropped and owners are not restored:
-// the restore job runs as a user that may write the volume, and the files it
-// extracts are the workspace's.
+// Where a name leads is decided by resolving it against the tree extracted
+// so far, as the kernel would: each symbolic link among its components is
+// followed, and each ".." taken after the links before it. The last component
+// is the entry itself and is never followed: an entry named like an earlier
+// symbolic link replaces the link instead of being written through it. So a
+// name with ':', '\\' or ".." in it, or under a link that leads back inside
+// dir, lands inside and is accepted; only a write that would really leave dir
+// is refused. Every write also goes through an [os.Root] on dir, so nothing
+// is ever written outside dir, even by an archive refused half way.
 //
-// A cancelled ctx stops the extraction within one copy buffer, even inside a
-// large file.
+// An archive [Write] made from a tree is always accepted and restores that
+// tree. On any error dir holds a partial extraction, to be discarded.
+// Setuid, setgid and sticky bits are dropped, and owners and modification
+// times are not restored: the restore job runs as a user that may write the
+// volume, and the files it extracts are the workspace's.
+//
+// A cancelled ctx stops the extraction within one copy buffer (32 KiB),
+// even inside a large file.
 func ExtractTar(ctx context.Context, r io.Reader, dir string, lim Limits) error {
 	lim = lim.withDefaults()
 	root, err := os.OpenRoot(dir)
@@ -130,34 +140,24 @@ func unsafe(name, format string, args ...any) error {
 	return fmt.Errorf("%w: %q: %s", ErrUnsafe, name, fmt.Sprintf(format, args...))
 }
 
-// cleanName returns the entry name as a clean relative slash path ("" for
-// the root itself), or an error for absolute names and names whose ".."
-// components lead above the root.
-func cleanName(name string) (string, error) {
+// resolve returns where the entry name lands in the tree extracted so far,
+// as a clean slash path relative to the root ("" for the root itself). It
+// follows, as the kernel would, the symbolic links among name's components
+// but the last (the entry itself, which is replaced, never written through),
+// and takes each ".." after the links before it are followed, so the answer
+// comes from what the tree holds, not from how name is spelled. Components
+// that do not exist yet are kept: they will be made as directories. It fails
+// with ErrUnsafe for an empty name, a NUL byte, an absolute name, and a path
+// that leads above the root or through a link to an absolute path.
+func (x *extractor) resolve(name string) (string, error) {
 	if name == "" || strings.ContainsRune(name, 0) {
 		return "", unsafe(name, "empty name or NUL byte")
 	}
 	if strings.HasPrefix(name, "/") {
 		return "", unsafe(name, "absolute path")
 	}
-	switch c := path.Clean(name); {
-	case c == ".":
-		return "", nil
-	case c == ".." || strings.HasPrefix(c, "../"):
-		return "", unsafe(name, "path escapes with ..")
-	default:
-		return c, nil
-	}
-}
-
-// resolve follows the symbolic links of the tree extracted so far along
-// name, a clean relative path, and returns the path it leads to, with no
-// link left in it but, when last is false, its last component. Components
-// that do not exist yet are kept: they will be made as directories. It fails
-// with ErrUnsafe when the path leads above the root or to an absolute path.
-func (x *extractor) resolve(name string, last bool) (string, error) {
 	var stack []string
-	pending := strings.Split(name, "/")
+	pending := strings.Split(strings.TrimRight(name, "/"), "/")
 	for hops := 0; len(pending) > 0; {
 		c := pending[0]
 		pending = pending[1:]
@@ -166,13 +166,13 @@ func (x *extractor) resolve(name string, last bool) (string, error) {
 			continue
 		case "..":
 			if len(stack) == 0 {
-				return "", unsafe(name, "leads outside the root through a symbolic link")
+				return "", unsafe(name, "leads above the root")
 			}
 			stack = stack[:len(stack)-1]
 			continue
 		}
 		stack = append(stack, c)
-		if len(pending) == 0 && !last {
+		if len(pending) == 0 {
 			break
 		}
 		cur := strings.Join(stack, "/")
@@ -218,22 +218,18 @@ func (x *extractor) prepare(name string) error {
 }
 
 func (x *extractor) entry(ctx context.Context, hdr *tar.Header, r io.Reader) error {
-	clean, err := cleanName(hdr.Name)
-	if err != nil {
-		return err
+	if hdr.Typeflag == tar.TypeXGlobalHeader {
+		return nil // PAX global header: metadata only
 	}
-	if clean == "" {
-		if hdr.Typeflag == tar.TypeDir {
-			return nil // the root itself
-		}
-		return unsafe(hdr.Name, "names the root")
-	}
-	name, err := x.resolve(clean, false)
+	name, err := x.resolve(hdr.Name)
 	if err != nil {
 		return err
 	}
 	if name == "" {
-		return unsafe(hdr.Name, "names the root through a symbolic link")
+		if hdr.Typeflag == tar.TypeDir {
+			return nil // the root itself
+		}
+		return unsafe(hdr.Name, "names the root")
 	}
 	perm := fs.FileMode(hdr.Mode) & fs.ModePerm
 	switch hdr.Typeflag {
@@ -283,11 +279,7 @@ func (x *extractor) entry(ctx context.Context, hdr *tar.Header, r io.Reader) err
 		}
 		return nil
 	case tar.TypeLink:
-		clean, err := cleanName(hdr.Linkname)
-		if err != nil {
-			return err
-		}
-		target, err := x.resolve(clean, false)
+		target, err := x.resolve(hdr.Linkname)
 		if err != nil {
 			return err
 		}
@@ -304,8 +296,6 @@ func (x *extractor) entry(ctx context.Context, hdr *tar.Header, r io.Reader) err
 			return fmt.Errorf("archive: extract %q: %w", hdr.Name, err)
 		}
 		return nil
-	case tar.TypeXGlobalHeader:
-		return nil // PAX global header: metadata only
 	default:
 		return unsafe(hdr.Name, "special file (type %q) not allowed", hdr.Typeflag)
 	}

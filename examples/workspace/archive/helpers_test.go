@@ -3,6 +3,7 @@ package archive_test
 import (
 	"archive/tar"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -11,10 +12,12 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -25,6 +28,7 @@ import (
 type tb interface {
 	Helper()
 	Fatal(args ...any)
+	Fatalf(format string, args ...any)
 }
 
 // tarOf builds a tar stream; a regular file's content is its Linkname field
@@ -76,89 +80,135 @@ func hardlink(name, target string) tar.Header {
 	return tar.Header{Typeflag: tar.TypeLink, Name: name, Linkname: target}
 }
 
-// tree describes a directory: every entry by slash path, with "dir", "link:
-// target" or the file's content.
+// tree describes a directory: every entry by slash path, with "dir", "link:"
+// and the link's target, "hard:" and the path of the file it is a hard link
+// to (the first in lexical order), or the file's content.
 func tree(t tb, root string) map[string]string {
 	return describe(t, root, false)
 }
 
 // describe is tree, with each directory's and file's permission bits in
-// front of its description when withModes is set ("0755 dir").
-func describe(t tb, root string, withModes bool) map[string]string {
+// front of its description when withModes is set ("0755 dir"). It reads the
+// tree through an [os.Root], so paths longer than the kernel takes whole are
+// described too.
+func describe(t tb, dir string, withModes bool) map[string]string {
 	t.Helper()
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
 	out := map[string]string{}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+	files := map[uint64]string{} // inode → first path
+	var visit func(dir string) error
+	visit = func(dir string) error {
+		f, err := root.Open(cmp.Or(dir, "."))
 		if err != nil {
 			return err
 		}
-		rel, _ := filepath.Rel(root, p)
-		if rel == "." {
-			return nil
+		names, err := f.Readdirnames(-1)
+		f.Close()
+		if err != nil {
+			return err
 		}
-		rel = filepath.ToSlash(rel)
-		var desc string
-		switch {
-		case d.IsDir():
-			desc = "dir"
-		case d.Type()&fs.ModeSymlink != 0:
-			target, _ := os.Readlink(p)
-			out[rel] = "link:" + target
-			return nil
-		case !d.Type().IsRegular():
-			out[rel] = "special"
-			return nil
-		default:
-			b, err := os.ReadFile(p)
+		sort.Strings(names)
+		for _, name := range names {
+			rel := path.Join(dir, name)
+			info, err := root.Lstat(rel)
 			if err != nil {
 				return err
 			}
-			desc = string(b)
-		}
-		if withModes {
-			info, err := d.Info()
-			if err != nil {
-				return err
+			var desc string
+			switch ino := info.Sys().(*syscall.Stat_t).Ino; {
+			case info.IsDir():
+				desc = "dir"
+			case info.Mode()&fs.ModeSymlink != 0:
+				target, err := root.Readlink(rel)
+				if err != nil {
+					return err
+				}
+				out[rel] = "link:" + target
+				continue
+			case !info.Mode().IsRegular():
+				out[rel] = "special"
+				continue
+			case files[ino] != "":
+				out[rel] = "hard:" + files[ino]
+				continue
+			default:
+				files[ino] = rel
+				b, err := root.ReadFile(rel)
+				if err != nil {
+					return err
+				}
+				desc = string(b)
 			}
-			desc = fmt.Sprintf("%04o %s", info.Mode().Perm(), desc)
+			if withModes {
+				desc = fmt.Sprintf("%04o %s", info.Mode().Perm(), desc)
+			}
+			out[rel] = desc
+			if info.IsDir() {
+				if err := visit(rel); err != nil {
+					return err
+				}
+			}
 		}
-		out[rel] = desc
 		return nil
-	})
-	if err != nil {
+	}
+	if err := visit(""); err != nil {
 		t.Fatal(err)
 	}
 	return out
 }
 
+// writeTree writes files, described as [tree] describes them, under root.
 func writeTree(t tb, root string, files map[string]string) {
 	t.Helper()
 	keys := make([]string, 0, len(files))
 	for k := range files {
 		keys = append(keys, k)
 	}
-	sort.Strings(keys)
+	// Hard links last, once the files they link to exist.
+	hard := func(k string) bool { return strings.HasPrefix(files[k], "hard:") }
+	sort.Slice(keys, func(i, j int) bool {
+		if hard(keys[i]) != hard(keys[j]) {
+			return hard(keys[j])
+		}
+		return keys[i] < keys[j]
+	})
 	for _, k := range keys {
 		p := filepath.Join(root, filepath.FromSlash(k))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
 		}
 		v := files[k]
+		var err error
 		switch {
 		case v == "dir":
-			err := os.MkdirAll(p, 0o755)
-			if err != nil {
-				t.Fatal(err)
-			}
+			err = os.MkdirAll(p, 0o755)
 		case strings.HasPrefix(v, "link:"):
-			if err := os.Symlink(strings.TrimPrefix(v, "link:"), p); err != nil {
-				t.Fatal(err)
-			}
+			err = os.Symlink(strings.TrimPrefix(v, "link:"), p)
+		case strings.HasPrefix(v, "hard:"):
+			err = os.Link(filepath.Join(root, strings.TrimPrefix(v, "hard:")), p)
 		default:
-			if err := os.WriteFile(p, []byte(v), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			err = os.WriteFile(p, []byte(v), 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
 		}
 	}
+}
+
+// removeTree removes dir and everything under it, making its directories
+// writable first (a test runs as any user).
+func removeTree(dir string) {
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			_ = os.Chmod(p, 0o700)
+		}
+		return nil
+	})
+	_ = os.RemoveAll(dir)
 }
 
 func sha(b []byte) string {
@@ -175,6 +225,8 @@ type recorder struct {
 	failGet func(key string) error
 	// wrapGet, if set, wraps the body of every Get.
 	wrapGet func(io.ReadCloser) io.ReadCloser
+	// wrapPut, if set, wraps the reader of every Put.
+	wrapPut func(io.Reader) io.Reader
 }
 
 var errInjected = errors.New("injected failure")
@@ -188,6 +240,9 @@ func (r *recorder) Put(ctx context.Context, key string, rd io.Reader) error {
 		if err := fail(key); err != nil {
 			return err
 		}
+	}
+	if r.wrapPut != nil {
+		rd = r.wrapPut(rd)
 	}
 	return r.Store.Put(ctx, key, rd)
 }
