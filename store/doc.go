@@ -58,7 +58,10 @@
 // older than the history the backend keeps fails with [ErrCompacted] (list
 // again); a consumer that falls too far behind fails with [ErrWatchLagged]
 // (watch again from its last revision). Backends that can discard history on
-// demand implement [Compactor].
+// demand implement [Compactor]. A revision the backend has not reached yet,
+// such as one read through a replica that is further along, is waited for:
+// the watch delivers the changes after it, so a controller that resumes
+// from it misses none and sees none twice.
 //
 // # Conformance
 //

@@ -211,6 +211,16 @@ type Watcher interface {
 	// fromRevision, typically the revision of a List. If the backend no longer
 	// holds the history after fromRevision, it fails with [ErrCompacted] (now or
 	// from Watch.Next) and the caller lists again.
+	//
+	// A fromRevision the backend has not reached yet is not an error: the
+	// watch starts, Next waits, and once the backend passes fromRevision the
+	// watch delivers the changes after it and none of those up to it. A
+	// revision read through another replica or connection of the same store
+	// can be ahead of the one serving the watch for a while; waiting for it
+	// neither loses nor repeats a change, where an error would leave the
+	// caller to choose between retrying and listing again. etcd and the
+	// Kubernetes API answer such a watch the same way. A revision of another
+	// store is not detected: its watch waits until this one catches up.
 	Watch(ctx context.Context, kind string, fromRevision int64) (Watch, error)
 }
 

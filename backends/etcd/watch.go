@@ -17,7 +17,8 @@ import (
 // of the kind's document keys. The etcd client buffers what the consumer has
 // not read and resumes from the last revision received when its connection
 // breaks, so the watch never lags and never loses an event; it fails with
-// [store.ErrCompacted] when etcd no longer holds the history it needs.
+// [store.ErrCompacted] when etcd no longer holds the history it needs. etcd
+// waits for a revision it has not reached yet, as [store.Watcher] requires.
 //
 // ctx bounds only the call: the watch lives until Close.
 func (s *Store) Watch(ctx context.Context, kind string, fromRevision int64) (store.Watch, error) {

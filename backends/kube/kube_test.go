@@ -115,15 +115,26 @@ func storeNamespace(t *testing.T, cfg *rest.Config) string {
 	return ns
 }
 
+// TestConformance runs the suite against the quiet API server, which has no
+// watch cache and so passes watches to etcd, and against one on the same
+// etcd with its watch cache, which answers watches itself, as API servers
+// do by default.
 func TestConformance(t *testing.T) {
-	storeConfig(t)
-	etcdURL := os.Getenv("TEND_KUBE_STORE_ETCD")
-	if etcdURL == "" {
-		t.Fatal("TEND_KUBE_STORE_ETCD is not set: scripts/servers/kube.sh exports it with TEND_KUBE_STORE_KUBECONFIG")
+	for _, server := range []struct{ name, env string }{
+		{"NoWatchCache", "TEND_KUBE_STORE_KUBECONFIG"},
+		{"WatchCache", "TEND_KUBE_STORE_CACHED_KUBECONFIG"},
+	} {
+		t.Run(server.name, func(t *testing.T) {
+			cfg := kubeconfig(t, server.env)
+			etcdURL := os.Getenv("TEND_KUBE_STORE_ETCD")
+			if etcdURL == "" {
+				t.Fatalf("TEND_KUBE_STORE_ETCD is not set: scripts/servers/kube.sh exports it with %s", server.env)
+			}
+			storetest.Run(t, func(t *testing.T, kinds []string) store.Backend {
+				return &compacting{Store: newStoreOn(t, cfg, kinds...), etcd: etcdURL}
+			})
+		})
 	}
-	storetest.Run(t, func(t *testing.T, kinds []string) store.Backend {
-		return &compacting{Store: newStore(t, kinds...), etcd: etcdURL}
-	})
 }
 
 // TestCompactedByServer: a watch from a revision etcd has compacted fails
@@ -211,6 +222,53 @@ func TestWatchResumes(t *testing.T) {
 	defer cancel()
 	if e, err := w.Next(quiet); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("after the changes: got %v at %d (%v), want no event", e.Type, e.Revision, err)
+	}
+}
+
+// TestWatchAheadWaits: a watch from a revision the API server has not
+// reached stays open for longer than the few seconds an API server waits for
+// a list from a revision ahead of it, with the watch cache or without, and
+// then delivers the changes after that revision only.
+func TestWatchAheadWaits(t *testing.T) {
+	for _, server := range []struct{ name, env string }{
+		{"NoWatchCache", "TEND_KUBE_STORE_KUBECONFIG"},
+		{"WatchCache", "TEND_KUBE_STORE_CACHED_KUBECONFIG"},
+	} {
+		t.Run(server.name, func(t *testing.T) {
+			s := newStoreOn(t, kubeconfig(t, server.env), "Widget")
+			ctx := t.Context()
+			res, err := s.List(ctx, "Widget", store.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			from := res.Revision + 2
+			w, err := s.Watch(ctx, "Widget", from)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			quiet, cancel := context.WithTimeout(ctx, 4*time.Second)
+			defer cancel()
+			if e, err := w.Next(quiet); !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("before the server reaches revision %d: got %v at %d (%v), want to wait", from, e.Type, e.Revision, err)
+			}
+			var want []int64
+			for i := 0; len(want) < 2; i++ {
+				d, err := s.Create(ctx, store.Document{Meta: store.Meta{Kind: "Widget", Key: fmt.Sprint("w", i)}, Spec: []byte(`{}`)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d.Meta.Revision > from {
+					want = append(want, d.Meta.Revision)
+				}
+			}
+			for _, rev := range want {
+				e, err := w.Next(ctx)
+				if err != nil || e.Type != store.Added || e.Revision != rev {
+					t.Fatalf("got %v at %d (%v), want Added at %d", e.Type, e.Revision, err, rev)
+				}
+			}
+		})
 	}
 }
 

@@ -19,7 +19,10 @@ import (
 // resumed from the last revision received; a resourceVersion the server no
 // longer holds ("410 Gone") fails with [store.ErrCompacted]. Watching from
 // revision 0 asks for the whole history, which the API server has usually
-// compacted.
+// compacted. A resourceVersion the API server has not reached yet is waited
+// for, with its watch cache or without: the server sends only later
+// changes, and the store drops any at or before the revision it has
+// delivered up to.
 func (s *Store) Watch(ctx context.Context, kind string, fromRevision int64) (store.Watch, error) {
 	const op = "watch"
 	if err := s.checkKind(ctx, op, kind, "", false); err != nil {

@@ -201,6 +201,45 @@ func TestHistoryOverflow(t *testing.T) {
 	}
 }
 
+// A watch from a revision the store has not reached skips the changes up
+// to it, even when more of them are made than the history keeps or the
+// watch buffers: they are neither history it lost nor changes it lags on.
+func TestWatchAheadOfHistory(t *testing.T) {
+	ctx := t.Context()
+	s := newStore(t, memory.Config{History: 4, WatchBuffer: 2})
+	d := create(t, s, "a") // revision 1
+	w, err := s.Watch(ctx, "Widget", 11)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for i := range 12 { // revisions 2..13
+		d = setStatus(t, s, d, strings.Repeat("v", i+1))
+	}
+	for _, want := range []int64{12, 13} {
+		e, err := w.Next(ctx)
+		if err != nil || e.Revision != want {
+			t.Fatalf("got %v at %d, %v; want revision %d", e.Type, e.Revision, err, want)
+		}
+	}
+	// Compaction past the revision overtakes a watch that has not read the
+	// changes after it.
+	late, err := s.Watch(ctx, "Widget", 14)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer late.Close()
+	for i := range 2 { // revisions 14, 15
+		d = setStatus(t, s, d, strings.Repeat("u", i+1))
+	}
+	if err := s.Compact(ctx, 15); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := late.Next(ctx); !errors.Is(err, store.ErrCompacted) {
+		t.Fatalf("next after compaction past the change at 15: got %v, want ErrCompacted", err)
+	}
+}
+
 // Watch.Next waits on a channel, so a waiting watch is durably blocked and
 // testing/synctest can run it; lease expiry follows the faked clock.
 func TestSynctest(t *testing.T) {

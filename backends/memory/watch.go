@@ -92,9 +92,10 @@ func (k *kind) waitChan() <-chan struct{} {
 	return k.notify
 }
 
-// Watch returns every change to the kind after fromRevision. Watches share
-// the kind's history, so they cost no goroutine and writers never wait for
-// them.
+// Watch returns every change to the kind after fromRevision; from a
+// revision the store has not reached yet, it waits for the changes after
+// it. Watches share the kind's history, so they cost no goroutine and
+// writers never wait for them.
 func (s *Store) Watch(ctx context.Context, kindName string, fromRevision int64) (store.Watch, error) {
 	const op = "watch"
 	if err := ctx.Err(); err != nil {
@@ -177,6 +178,14 @@ func (w *watch) poll() (entry, <-chan struct{}, error) {
 	w.s.mu.RLock()
 	defer w.s.mu.RUnlock()
 	l := &w.k.log
+	// A watch from a revision the store had not reached skips the changes
+	// up to it, even those discarded meanwhile.
+	if w.next < l.first && w.k.compacted <= w.last {
+		w.next = l.first
+	}
+	for w.next >= l.first && w.next < l.next && l.at(w.next).rev <= w.last {
+		w.next++
+	}
 	switch waiting := l.next - max(w.next, w.start); {
 	case w.next < l.first:
 		w.err = compactedError(w.k, w.last)

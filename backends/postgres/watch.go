@@ -19,7 +19,9 @@ const watchBatch = 256
 // Watch returns every change to kind after fromRevision. The watch reads the
 // change log; between reads it waits on its own LISTEN connection for a
 // notification, or for Config.PollInterval, whichever comes first, so a lost
-// notification only delays an event. It starts no goroutine.
+// notification only delays an event. From a revision the store has not
+// reached yet, it reads nothing until changes after that revision are
+// logged. It starts no goroutine.
 func (s *Store) Watch(ctx context.Context, kind string, fromRevision int64) (store.Watch, error) {
 	const op = "watch"
 	if err := ctx.Err(); err != nil {

@@ -18,7 +18,10 @@
 #                               before the response, so in the order of changes one client
 #                               makes in turn
 #   TEND_KUBE_STORE_KUBECONFIG  the quiet API server's kubeconfig
-#   TEND_KUBE_STORE_ETCD        its etcd client URL, which the tests use to compact history
+#   TEND_KUBE_STORE_CACHED_KUBECONFIG
+#                               the kubeconfig of a second quiet API server, with its watch
+#                               cache, on the same etcd under another prefix
+#   TEND_KUBE_STORE_ETCD        their etcd client URL, which the tests use to compact history
 #   TEND_KUBE_WATCH_TIMEOUT     both API servers end watches after 1 to 2 times this many
 #                               seconds, so that the tests see them resumed
 #
@@ -39,11 +42,14 @@
 # service account, a deleted one is emptied) and kwok renews the nodes' leases,
 # so its revision moves on its own. The store's conformance suite checks that
 # refused calls do not move the revision, hence the second API server with
-# nothing else writing to it. Both are for tests only: etcd skips fsync, the
-# API servers have no watch cache (so a watch from a compacted revision fails
-# at once with "410 Gone"), do not compact etcd on their own schedule and do
-# not write their identity lease, and the components run without leader
-# election.
+# nothing else writing to it. It has no watch cache (so a watch from a
+# compacted revision fails at once with "410 Gone"), as the cluster's has
+# not; API servers run with one by default, and it answers watches itself,
+# so the suite also runs against a third API server, with its watch cache,
+# which shares the quiet one's etcd under another key prefix. All are for
+# tests only: etcd skips fsync, the API servers do not compact etcd on their
+# own schedule and do not write their identity lease, and the components run
+# without leader election.
 
 kube_version=v1.37.1
 kube_etcd_version=v3.6.16
@@ -143,9 +149,9 @@ kube_api() {
     ${3:+--data "$3"} "https://127.0.0.1:$kube_api_port$2"
 }
 
-# kube_control_plane starts etcd and kube-apiserver with their data, logs and
-# kubeconfig in the directory $1, passing the API server the flags "${@:2}";
-# it sets kube_etcd_url and kube_api_port.
+# kube_control_plane starts etcd and kube-apiserver, without its watch cache,
+# with their data, logs and kubeconfig in the directory $1, passing the API
+# server the flags "${@:2}"; it sets kube_etcd_url and kube_api_port.
 kube_control_plane() {
   local dir=$1 peer_port
   shift
@@ -157,15 +163,24 @@ kube_control_plane() {
     --listen-peer-urls "http://127.0.0.1:$peer_port" --initial-advertise-peer-urls "http://127.0.0.1:$peer_port" \
     --initial-cluster "tend=http://127.0.0.1:$peer_port" --unsafe-no-fsync --log-level warn
   kube_wait etcd "${kube_pids[-1]}" "$dir/etcd.log" curl -sf "$kube_etcd_url/health" || return 1
+  kube_apiserver "$dir" "$kube_etcd_url" --watch-cache=false "$@"
+}
 
+# kube_apiserver starts kube-apiserver on the etcd at $2 with its logs,
+# certificates and kubeconfig in the directory $1, passing it the flags
+# "${@:3}" (among them --watch-cache); it sets kube_api_port.
+kube_apiserver() {
+  local dir=$1 etcd_url=$2
+  shift 2
+  mkdir -p "$dir" || return 1
   kube_api_port=$(free_port)
-  kube_start "$dir/apiserver.log" "$kube_bin/kube-apiserver" --etcd-servers "$kube_etcd_url" \
+  kube_start "$dir/apiserver.log" "$kube_bin/kube-apiserver" --etcd-servers "$etcd_url" \
     --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$kube_api_port" \
     --cert-dir "$dir/certs" --token-auth-file "$kube_dir/tokens.csv" --authorization-mode RBAC \
     --service-account-issuer https://kubernetes.default.svc.cluster.local \
     --service-account-key-file "$kube_dir/sa.pub" --service-account-signing-key-file "$kube_dir/sa.key" \
     --service-cluster-ip-range 10.0.0.0/24 --endpoint-reconciler-type none \
-    --watch-cache=false --etcd-compaction-interval 0 --feature-gates APIServerIdentity=false,UnknownVersionInteroperabilityProxy=false \
+    --etcd-compaction-interval 0 --feature-gates APIServerIdentity=false,UnknownVersionInteroperabilityProxy=false \
     --enable-priority-and-fairness=false --min-request-timeout "$kube_watch_timeout" "$@"
   kube_wait kube-apiserver "${kube_pids[-1]}" "$dir/apiserver.log" kube_ready || return 1
 
@@ -250,6 +265,10 @@ start_kube() {
   kube_control_plane "$kube_dir/store" || return 1
   export TEND_KUBE_STORE_KUBECONFIG="$kube_dir/store/kubeconfig"
   export TEND_KUBE_STORE_ETCD="$kube_etcd_url"
+  # Its own key prefix keeps its objects apart; the revision is the etcd's,
+  # shared, so the two are not used at the same time.
+  kube_apiserver "$kube_dir/store-cached" "$kube_etcd_url" --watch-cache=true --etcd-prefix /registry-cached || return 1
+  export TEND_KUBE_STORE_CACHED_KUBECONFIG="$kube_dir/store-cached/kubeconfig"
 
   kube_cluster "$kube_dir/cluster" || return 1
   export TEND_KUBECONFIG="$kube_dir/cluster/kubeconfig"
@@ -257,7 +276,7 @@ start_kube() {
   export TEND_KUBE_AUDIT_LOG="$kube_dir/cluster/audit.log"
   export TEND_KUBE_WATCH_TIMEOUT="$kube_watch_timeout"
   echo "Kubernetes $kube_version (etcd $kube_etcd_version, kwok $kube_kwok_version, $kube_nodes nodes) at https://127.0.0.1:$kube_api_port;" \
-    "TEND_KUBECONFIG=$TEND_KUBECONFIG, TEND_KUBE_STORE_KUBECONFIG=$TEND_KUBE_STORE_KUBECONFIG; logs in $kube_dir" >&2
+    "TEND_KUBECONFIG=$TEND_KUBECONFIG, TEND_KUBE_STORE_KUBECONFIG=$TEND_KUBE_STORE_KUBECONFIG, TEND_KUBE_STORE_CACHED_KUBECONFIG=$TEND_KUBE_STORE_CACHED_KUBECONFIG; logs in $kube_dir" >&2
 }
 
 # kube_ready succeeds once the API server answers /readyz with "ok".
@@ -293,7 +312,7 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
   set -euo pipefail
   cleanups=()
   start_kube || { kube_kill; echo "the logs are kept in $kube_dir" >&2; exit 1; }
-  for v in TEND_KUBECONFIG TEND_KUBE_ETCD TEND_KUBE_AUDIT_LOG TEND_KUBE_STORE_KUBECONFIG TEND_KUBE_STORE_ETCD TEND_KUBE_WATCH_TIMEOUT; do
+  for v in TEND_KUBECONFIG TEND_KUBE_ETCD TEND_KUBE_AUDIT_LOG TEND_KUBE_STORE_KUBECONFIG TEND_KUBE_STORE_CACHED_KUBECONFIG TEND_KUBE_STORE_ETCD TEND_KUBE_WATCH_TIMEOUT; do
     echo "export $v='${!v}'"
   done
   echo "# stop with: kill ${kube_pids[*]} && rm -rf $kube_dir"

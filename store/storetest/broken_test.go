@@ -40,6 +40,28 @@ func (w *droppingWatch) Next(ctx context.Context) (store.Event, error) {
 	}
 }
 
+// aheadWatch treats a watch from a revision the store has not reached: it
+// refuses it, or, if refuse is false, watches from the current revision
+// instead, delivering the changes up to the one asked for.
+type aheadWatch struct {
+	*memory.Store
+	refuse bool
+}
+
+func (b aheadWatch) Watch(ctx context.Context, kind string, from int64) (store.Watch, error) {
+	res, err := b.List(ctx, kind, store.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	if from > res.Revision {
+		if b.refuse {
+			return nil, &store.Error{Op: "watch", Kind: kind, Err: fmt.Errorf("%w: revision %d is ahead of the store", store.ErrInvalid, from)}
+		}
+		from = res.Revision
+	}
+	return b.Store.Watch(ctx, kind, from)
+}
+
 // ignoresRevision writes over whatever is stored, as a backend that forgets
 // the revision precondition would: it retries at the stored revision until
 // its write lands, so it never reports a conflict.
@@ -174,6 +196,10 @@ func TestBrokenBackendsFail(t *testing.T) {
 	}{
 		{"drops a watch event", func(s *memory.Store) store.Backend { return dropsEvent{s} },
 			[]string{"Generation", "WatchOrder", "WatchResume"}},
+		{"delivers the changes up to a revision it was ahead of", func(s *memory.Store) store.Backend { return aheadWatch{Store: s} },
+			[]string{"WatchAhead"}},
+		{"refuses a watch from a revision ahead of it", func(s *memory.Store) store.Backend { return aheadWatch{Store: s, refuse: true} },
+			[]string{"WatchAhead"}},
 		{"ignores the revision precondition", func(s *memory.Store) store.Backend { return ignoresRevision{s} },
 			[]string{"Conflicts", "NoLostUpdate"}},
 		{"claims to refuse fenced writes but performs them", func(s *memory.Store) store.Backend { return claimsUnfenced{s} },

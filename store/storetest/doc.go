@@ -23,9 +23,10 @@
 // spec/status separation, deletion and finalizers (Terminating, no
 // finalizer added then, removal with the last one), listing by label
 // selector and by owner, watch order, exactly-once delivery, resumption from
-// any revision, context handling and ErrCompacted, lease exclusivity,
-// expiry and fencing (ErrFenced, nothing written), cancelled contexts, and
-// malformed input.
+// any revision, a watch from a revision ahead of the store (it waits and
+// delivers only the changes after that revision), context handling and
+// ErrCompacted, lease exclusivity, expiry and fencing (ErrFenced, nothing
+// written), cancelled contexts, and malformed input.
 //
 // # Requirements on the backend
 //

@@ -46,6 +46,7 @@ var checks = []check{
 	{"ListByOwner", checkListByOwner},
 	{"WatchOrder", checkWatchOrder},
 	{"WatchResume", checkWatchResume},
+	{"WatchAhead", checkWatchAhead},
 	{"WatchContext", checkWatchContext},
 	{"Compacted", checkCompacted},
 	{"LeaseExclusive", checkLeaseExclusive},

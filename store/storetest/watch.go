@@ -268,6 +268,68 @@ func checkWatchResume(ctx context.Context, b store.Backend) error {
 	return err
 }
 
+// checkWatchAhead: a watch from a revision the store has not reached yet
+// starts without error and waits; once the store passes the revision it
+// delivers exactly the changes after it, whether they are read as they are
+// made or later, and none of the changes up to it.
+func checkWatchAhead(ctx context.Context, b store.Backend) error {
+	now, err := revision(ctx, b)
+	if err != nil {
+		return err
+	}
+	// On a store whose revision grows by one per write, the first three
+	// writes lie at or before from.
+	from := now + 3
+	w, err := b.Watch(ctx, widget, from)
+	if err != nil {
+		return fmt.Errorf("watch from revision %d, ahead of the store's %d: %w", from, now, err)
+	}
+	defer w.Close()
+	live, err := b.Watch(ctx, widget, from)
+	if err != nil {
+		return fmt.Errorf("watch from revision %d, ahead of the store's %d: %w", from, now, err)
+	}
+	defer live.Close()
+	if err := expectQuiet(ctx, live); err != nil {
+		return fmt.Errorf("watch from revision %d before the store reaches it: %w", from, err)
+	}
+	// Write until two changes lie after from; the live watch is read after
+	// each write.
+	var want []change
+	last := from
+	for i := 0; len(want) < 2; i++ {
+		if i == 50 {
+			return fmt.Errorf("50 writes did not take the store's revision past %d", from)
+		}
+		d, err := b.Create(ctx, newDoc(widget, fmt.Sprint("w", i), i))
+		if err != nil {
+			return fmt.Errorf("create: %w", err)
+		}
+		if d.Meta.Revision <= from {
+			if err := expectQuiet(ctx, live); err != nil {
+				return fmt.Errorf("watch from revision %d after a change at %d: %w", from, d.Meta.Revision, err)
+			}
+			continue
+		}
+		c := change{typ: store.Added, key: d.Meta.Key, uid: d.Meta.UID, rev: d.Meta.Revision}
+		want = append(want, c)
+		if _, err := expectEvents(ctx, live, last, []change{c}); err != nil {
+			return fmt.Errorf("watch from revision %d, read as the store passes it: %w", from, err)
+		}
+		last = d.Meta.Revision
+	}
+	if err := expectQuiet(ctx, live); err != nil {
+		return fmt.Errorf("watch from revision %d, read as the store passes it: %w", from, err)
+	}
+	if _, err := expectEvents(ctx, w, from, want); err != nil {
+		return fmt.Errorf("watch from revision %d, read after the store passed it: %w", from, err)
+	}
+	if err := expectQuiet(ctx, w); err != nil {
+		return fmt.Errorf("watch from revision %d, read after the store passed it: %w", from, err)
+	}
+	return nil
+}
+
 // checkWatchContext: Next returns the context's error when it is done and
 // the watch stays usable.
 func checkWatchContext(ctx context.Context, b store.Backend) error {
