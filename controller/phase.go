@@ -29,8 +29,8 @@ const (
 	// machine with a final pair when DriverConfig.Finalizer is empty.
 	DefaultFinalizer = "tend.dev/machine"
 	// DefaultWaitInterval is how long a driver waits before it observes
-	// the conditions of an operation again when DriverConfig.WaitInterval is
-	// zero.
+	// the conditions of an operation again, or runs a step that reported
+	// [statemachine.Pending], when DriverConfig.WaitInterval is zero.
 	DefaultWaitInterval = 5 * time.Second
 	// DefaultProgressInterval is how soon a driver runs a step again after it
 	// reported [statemachine.Progressed] when DriverConfig.ProgressInterval
@@ -85,6 +85,8 @@ type HasRequests interface {
 // again. It returns the outcome of this run: [statemachine.Done] when the
 // step has no work left, [statemachine.Progressed] when it did part of its
 // work and must run again (delete a batch of children, return, run again),
+// [statemachine.Pending] when work it started elsewhere has not ended (it runs
+// again after WaitInterval to look; its failure count stays),
 // [statemachine.Failed] with the error for a transient failure (retried with
 // backoff), [statemachine.FailedTerminal] for a failure an operator must look
 // at. An error that matches [ErrTerminal] (see [Terminal]) is terminal
@@ -133,8 +135,9 @@ type DriverConfig[Spec, Status any] struct {
 	NewOperationID func() string
 
 	// WaitInterval is how long the driver waits before it observes again the
-	// conditions of an operation whose completion does not hold yet. Zero
-	// means [DefaultWaitInterval].
+	// conditions of an operation whose completion does not hold yet, or runs
+	// again a step that reported [statemachine.Pending]. Zero means
+	// [DefaultWaitInterval].
 	WaitInterval time.Duration
 
 	// ProgressInterval is how soon a step that reported
@@ -700,6 +703,8 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) pass(ctx context.Context, log
 			return obj, passAgain, Result{}, nil
 		case r.Outcome == statemachine.Progressed:
 			return end(Result{RequeueAfter: d.progress}, nil)
+		case r.Outcome == statemachine.Pending:
+			return end(Result{RequeueAfter: until(now, d.wait, dec.Deadline)}, nil)
 		}
 		err := fmt.Errorf("%s %q: step %s of operation %s (%v), attempt %d: %w", d.c.Kind(), obj.Key, dec.Step,
 			dec.Operation.ID, dec.Operation.Phase, next.Operation.Attempts, cmp.Or(r.Err, errors.New(r.Outcome.String())))

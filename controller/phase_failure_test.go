@@ -613,3 +613,51 @@ func TestStepOutcomeSurvivesConcurrentWrites(t *testing.T) {
 		})
 	})
 }
+
+// A step that starts work elsewhere reports Pending until the work ends: a
+// job that is started, found failed, started again and found failed again
+// counts its failures and backs off between them, as a failing step does;
+// while it runs the step is looked at every WaitInterval.
+func TestPendingKeepsTheFailureCount(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newGWFixture(t)
+		c := &calls{start: time.Now()}
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		f.world.hook = func(r stepRun) (sm.Outcome, error) {
+			if r.step != "create_database" {
+				return 0, nil
+			}
+			if n := c.add(); n == 1000 {
+				cancel()
+			} else if n%2 == 1 {
+				return sm.Pending, nil // the job starts
+			}
+			return sm.Failed, errors.New("job exited with 1") // and is found failed
+		}
+		cfg := f.config()
+		cfg.WaitInterval = time.Second
+		stop := running(t, f.driver(t, cfg), nil, nil)
+		f.create(t, "gw", gwRunning)
+		select {
+		case <-time.After(time.Minute):
+		case <-ctx.Done():
+		}
+		stop()
+		got := c.times()
+		op := f.get(t, "gw").Status.Operation
+		if op == nil || op.Attempts != len(got)/2 || op.Attempts < 5 {
+			t.Fatalf("operation %+v after %d calls (at %v); want one failure counted per job", op, len(got), got[:min(len(got), 12)])
+		}
+		for i := 1; i < len(got); i += 2 { // a job is looked at one WaitInterval after it starts
+			if gap := got[i] - got[i-1]; gap != time.Second {
+				t.Errorf("call %d came %v after the job started, want 1s", i+1, gap)
+			}
+		}
+		for i := 2; i < len(got); i += 2 { // a new job starts after the backoff of the failures so far
+			if gap := got[i] - got[i-1]; gap != schedule(i/2) {
+				t.Errorf("job %d started %v after the last failure, want %v", i/2+1, gap, schedule(i/2))
+			}
+		}
+	})
+}

@@ -121,7 +121,7 @@ func newPhaseMetrics[S, P comparable](reg prometheus.Registerer, kind string, m 
 	for _, p := range m.Phases() {
 		ps, _ := m.Spec(p)
 		for _, step := range ps.Steps {
-			for _, out := range []statemachine.Outcome{statemachine.Done, statemachine.Progressed, statemachine.Failed, statemachine.FailedTerminal} {
+			for _, out := range []statemachine.Outcome{statemachine.Done, statemachine.Progressed, statemachine.Pending, statemachine.Failed, statemachine.FailedTerminal} {
 				pm.steps[stepKey[P]{p, step, out}] = steps.WithLabelValues(fmt.Sprint(p), step, out.String())
 			}
 		}

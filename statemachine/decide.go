@@ -157,6 +157,12 @@ const (
 	// FailedTerminal: a terminal failure; the object moves to the Fault
 	// phase with the reason, for an operator.
 	FailedTerminal
+	// Pending: the step's work runs elsewhere and has not ended (a job it
+	// started, a long operation of a cloud API); the step runs again to
+	// look. Unlike Progressed it is no progress: the failure count and the
+	// last error stay, so a job that keeps failing backs off as a step that
+	// keeps failing does.
+	Pending
 )
 
 // String returns the outcome's name.
@@ -170,6 +176,8 @@ func (o Outcome) String() string {
 		return "failed"
 	case FailedTerminal:
 		return "failed-terminal"
+	case Pending:
+		return "pending"
 	}
 	return fmt.Sprintf("Outcome(%d)", int(o))
 }
@@ -432,7 +440,8 @@ func nextStep(steps, done []string) (string, bool) {
 //     Otherwise a new operation is recorded with r.OperationID and an empty
 //     checkpoint, and Failure is cleared.
 //   - Run: Done adds the step to the checkpoint; Progressed keeps it; both
-//     reset Attempts, LastError and RetryAt. Failed increments Attempts,
+//     reset Attempts, LastError and RetryAt. Pending changes nothing.
+//     Failed increments Attempts,
 //     records the error and sets RetryAt to r.Now + r.RetryAfter; the attempt
 //     that reaches the phase's MaxAttempts moves to its FailTo phase with a
 //     [Failure]. FailedTerminal does the same at once.
@@ -493,6 +502,7 @@ func (m *Machine[S, P]) Apply(st Status[S, P], d Decision[S, P], r Result) (Stat
 			op.Attempts, op.LastError, op.RetryAt = 0, "", time.Time{}
 		case Progressed:
 			op.Attempts, op.LastError, op.RetryAt = 0, "", time.Time{}
+		case Pending:
 		case Failed, FailedTerminal:
 			op.Attempts++
 			op.LastError = errText(r.Err)

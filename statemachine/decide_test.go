@@ -139,6 +139,8 @@ func TestApply(t *testing.T) {
 	g := mustNew(t, gateway())
 	archiving := status{Phase: "ARCHIVING", Target: "ARCHIVED", Operation: op("o9", "ARCHIVING", "STANDBY", "archive")}
 	run := statemachine.Decision[string, string]{Kind: statemachine.Run, Intent: "ARCHIVED", Phase: "ARCHIVING", Step: "delete_volume", Operation: *op("o9", "ARCHIVING", "STANDBY", "archive")}
+	failedOnce := status{Phase: "ARCHIVING", Target: "ARCHIVED", Operation: &statemachine.Operation[string]{ID: "o9", Phase: "ARCHIVING", From: "STANDBY",
+		Done: []string{"archive"}, Attempts: 1, LastError: "timeout", RetryAt: now}}
 	tests := []struct {
 		name string
 		st   status
@@ -150,6 +152,8 @@ func TestApply(t *testing.T) {
 		{"done moves the checkpoint", archiving, run, statemachine.Result{Outcome: statemachine.Done},
 			status{Phase: "ARCHIVING", Target: "ARCHIVED", Operation: op("o9", "ARCHIVING", "STANDBY", "archive", "delete_volume")}, nil},
 		{"progress keeps the checkpoint", archiving, run, statemachine.Result{Outcome: statemachine.Progressed}, archiving, nil},
+		{"progress clears the failures", failedOnce, run, statemachine.Result{Outcome: statemachine.Progressed}, archiving, nil},
+		{"pending keeps the failures", failedOnce, run, statemachine.Result{Outcome: statemachine.Pending}, failedOnce, nil},
 		{"transient failure counts attempts", archiving, run, statemachine.Result{Outcome: statemachine.Failed, Err: errors.New("timeout")},
 			status{Phase: "ARCHIVING", Target: "ARCHIVED", Operation: &statemachine.Operation[string]{ID: "o9", Phase: "ARCHIVING", From: "STANDBY", Done: []string{"archive"}, Attempts: 1, LastError: "timeout"}}, nil},
 		{"terminal failure moves to the fault phase", archiving, run, statemachine.Result{Outcome: statemachine.FailedTerminal, Err: errors.New("data loss")},

@@ -62,7 +62,9 @@
 // has an id recorded before its first step runs and reused on every retry.
 // Steps resume at the first one not done after a crash; a step that did part of
 // its work reports [Progressed] and runs again (delete a batch of triggers,
-// return, run again). A failed step's retry time is kept in status
+// return, run again); a step whose work runs elsewhere (a job it started)
+// reports [Pending] until that work ends, keeping its failure count, so a
+// job that keeps failing backs off. A failed step's retry time is kept in status
 // (Operation.RetryAt), so the backoff survives restarts.
 //
 // # Beyond a single State
