@@ -75,7 +75,11 @@ func run(ctx context.Context, keep bool, timeout time.Duration) error {
 	} else {
 		defer os.RemoveAll(dir)
 	}
-	b, err := memory.New(memory.Config{Kinds: []string{operator.KindCluster, operator.KindMember}})
+	b, err := memory.New(memory.Config{Kinds: []string{operator.KindCluster, operator.KindMember, operator.KindMemberConfig}})
+	if err != nil {
+		return err
+	}
+	mc, err := operator.NewDocumentMemberConfig(b)
 	if err != nil {
 		return err
 	}
@@ -86,7 +90,7 @@ func run(ctx context.Context, keep bool, timeout time.Duration) error {
 	defer rt.Close()
 	ms := &operator.Etcd{}
 	defer ms.Close()
-	op, err := operator.New(operator.Config{Backend: b, Membership: ms, Runtime: rt, DataDir: dir, Logger: zap.NewNop()})
+	op, err := operator.New(operator.Config{Backend: b, Membership: ms, Runtime: rt, MemberConfig: mc, DataDir: dir, Logger: zap.NewNop()})
 	if err != nil {
 		return err
 	}
