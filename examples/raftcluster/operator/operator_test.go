@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tendhq/tend/examples/raftcluster/operator"
 	"github.com/tendhq/tend/store"
@@ -231,8 +232,13 @@ func testSelfHealing(t *testing.T, e *env) {
 	if !e.rt.Kill(m2) {
 		t.Fatal("member 2 was not running")
 	}
+	wctx, cancel := context.WithTimeout(ctx, settleTimeout)
+	defer cancel()
 	for !e.rt.Running(m2) || e.rt.Starts(m2) < 2 {
-		sleepCtx(ctx, 50_000_000)
+		if wctx.Err() != nil {
+			t.Fatal("member 2 was not started again")
+		}
+		sleepCtx(wctx, 50*time.Millisecond)
 	}
 	after := e.waitSettled(3)
 	if !slices.Equal(after, []int{1, 2, 3}) {
