@@ -7,10 +7,16 @@
 // ports), scales them to five and back to three, kills a member's process,
 // deletes a Member document by hand, and all the while writes and reads a key
 // through the cluster, counting the writes. It shows the phase, the plan,
-// etcd's own member list and leader as they change, and exits non-zero if a
-// write failed or a step did not finish.
+// the member configuration, etcd's own member list and leader as they
+// change, and exits non-zero if a write failed or a step did not finish.
 //
 //	go run ./examples/raftcluster
+//
+// The documents live in a memory store by default. With -store kube they are
+// custom resources in a Kubernetes API server, and the member configuration
+// a ConfigMap; the members still run on this machine:
+//
+//	go run ./examples/raftcluster -store kube -kubeconfig PATH [-namespace NS]
 package main
 
 import (
@@ -27,7 +33,11 @@ import (
 
 	"go.uber.org/zap"
 
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/tendhq/tend/backends/kube"
 	"github.com/tendhq/tend/backends/memory"
+	"github.com/tendhq/tend/examples/raftcluster/configmap"
 	"github.com/tendhq/tend/examples/raftcluster/etcdproc"
 	"github.com/tendhq/tend/examples/raftcluster/operator"
 	"github.com/tendhq/tend/examples/raftcluster/probe"
@@ -40,15 +50,28 @@ func main() {
 	// A member of the demo's cluster is this program started again.
 	etcdproc.RunChildIfRequested()
 
-	keep := flag.Bool("keep", false, "keep the data directory and member logs")
-	timeout := flag.Duration("step-timeout", 60*time.Second, "how long one step may take")
+	var o options
+	flag.BoolVar(&o.keep, "keep", false, "keep the data directory and member logs")
+	flag.DurationVar(&o.timeout, "step-timeout", 60*time.Second, "how long one step may take")
+	flag.StringVar(&o.store, "store", "memory", "where the documents live: memory, or kube (a Kubernetes API server)")
+	flag.StringVar(&o.kubeconfig, "kubeconfig", "", "the kubeconfig of the API server, for -store kube")
+	flag.StringVar(&o.namespace, "namespace", "default", "the namespace of the documents and the ConfigMap, for -store kube; it must exist")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, *keep, *timeout); err != nil {
+	if err := run(ctx, o); err != nil {
 		fmt.Fprintln(os.Stderr, "raftcluster:", err)
 		os.Exit(1)
 	}
+}
+
+// options are the command line's.
+type options struct {
+	keep       bool
+	timeout    time.Duration
+	store      string
+	kubeconfig string
+	namespace  string
 }
 
 // demo is the running demonstration: the operator, its members and the
@@ -57,6 +80,7 @@ type demo struct {
 	op      *operator.Operator
 	rt      *etcdproc.Runtime
 	etcd    *operator.Etcd
+	config  operator.MemberConfig
 	writer  *probe.Writer
 	start   time.Time
 	timeout time.Duration
@@ -65,19 +89,19 @@ type demo struct {
 	last string
 }
 
-func run(ctx context.Context, keep bool, timeout time.Duration) error {
+func run(ctx context.Context, o options) error {
+	b, mc, err := openStore(ctx, o)
+	if err != nil {
+		return err
+	}
 	dir, err := os.MkdirTemp("", "raftcluster-")
 	if err != nil {
 		return err
 	}
-	if keep {
+	if o.keep {
 		fmt.Println("data and member logs in", dir)
 	} else {
 		defer os.RemoveAll(dir)
-	}
-	b, err := memory.New(memory.Config{Kinds: []string{operator.KindCluster, operator.KindMember}})
-	if err != nil {
-		return err
 	}
 	rt, err := etcdproc.New(etcdproc.Config{LogDir: dir})
 	if err != nil {
@@ -86,7 +110,7 @@ func run(ctx context.Context, keep bool, timeout time.Duration) error {
 	defer rt.Close()
 	ms := &operator.Etcd{}
 	defer ms.Close()
-	op, err := operator.New(operator.Config{Backend: b, Membership: ms, Runtime: rt, DataDir: dir, Logger: zap.NewNop()})
+	op, err := operator.New(operator.Config{Backend: b, Membership: ms, Runtime: rt, MemberConfig: mc, DataDir: dir, Logger: zap.NewNop()})
 	if err != nil {
 		return err
 	}
@@ -100,7 +124,7 @@ func run(ctx context.Context, keep bool, timeout time.Duration) error {
 	if err != nil {
 		return err
 	}
-	d := &demo{op: op, rt: rt, etcd: ms, writer: w, start: time.Now(), timeout: timeout}
+	d := &demo{op: op, rt: rt, etcd: ms, config: mc, writer: w, start: time.Now(), timeout: o.timeout}
 
 	// Everything the demo starts stops when runCtx ends, and is waited for.
 	runCtx, cancel := context.WithCancel(ctx)
@@ -115,6 +139,9 @@ func run(ctx context.Context, keep bool, timeout time.Duration) error {
 	wg.Go(func() { d.show(runCtx) })
 
 	err = d.scenario(runCtx, &wg)
+	if err == nil {
+		err = d.teardown(runCtx)
+	}
 	ok, failed := w.Counts()
 	fmt.Printf("\nwrites: %d succeeded, %d failed after retries\n", ok, failed)
 	if err == nil && failed > 0 {
@@ -126,6 +153,74 @@ func run(ctx context.Context, keep bool, timeout time.Duration) error {
 	return err
 }
 
+// openStore returns the store the options name, holding the operator's
+// kinds, and the member configuration that goes with it.
+func openStore(ctx context.Context, o options) (store.Backend, operator.MemberConfig, error) {
+	switch o.store {
+	case "memory":
+		b, err := memory.New(memory.Config{Kinds: []string{operator.KindCluster, operator.KindMember, operator.KindMemberConfig}})
+		if err != nil {
+			return nil, nil, err
+		}
+		mc, err := operator.NewDocumentMemberConfig(b)
+		return b, mc, err
+	case "kube":
+		if o.kubeconfig == "" {
+			return nil, nil, errors.New("-store kube needs -kubeconfig")
+		}
+		rest, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+		if err != nil {
+			return nil, nil, err
+		}
+		rest.QPS, rest.Burst = 100, 200
+		b, err := kube.New(kube.Config{REST: rest, Kinds: []string{operator.KindCluster, operator.KindMember}, Namespace: o.namespace})
+		if err != nil {
+			return nil, nil, err
+		}
+		ictx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		if err := b.Install(ictx); err != nil {
+			return nil, nil, err
+		}
+		mc, err := configmap.New(configmap.Config{REST: rest, Namespace: o.namespace})
+		if err != nil {
+			return nil, nil, err
+		}
+		fmt.Printf("documents: custom resources in namespace %s; member configuration: ConfigMap %s/%s\n",
+			o.namespace, o.namespace, configmap.Name(clusterKey))
+		return b, mc, nil
+	}
+	return nil, nil, fmt.Errorf("-store %q: want memory or kube", o.store)
+}
+
+// teardown deletes the cluster and its members, as a user would: the
+// members' finalizers stop their processes. The documents outlive the demo
+// in a store such as the Kubernetes API; this leaves none behind.
+func (d *demo) teardown(ctx context.Context) error {
+	d.say("delete the cluster and its members")
+	if err := d.op.Clusters().Delete(ctx, clusterKey, store.DeleteOptions{}); err != nil {
+		return err
+	}
+	ms, _, err := d.op.Members().List(ctx, store.ListOptions{})
+	if err != nil {
+		return err
+	}
+	for _, m := range ms {
+		if m.Spec.Cluster != clusterKey {
+			continue
+		}
+		if err := d.op.Members().Delete(ctx, m.Key, store.DeleteOptions{}); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+	}
+	return d.until(ctx, "members deleted", func() bool {
+		ms, _, err := d.op.Members().List(ctx, store.ListOptions{})
+		return err == nil && !slices.ContainsFunc(ms, func(m *store.Object[operator.MemberSpec, operator.MemberStatus]) bool {
+			return m.Spec.Cluster == clusterKey
+		})
+	})
+}
+
 // scenario drives the cluster through the demonstration.
 func (d *demo) scenario(ctx context.Context, wg *sync.WaitGroup) error {
 	d.say("create cluster %q with 3 replicas", clusterKey)
@@ -133,6 +228,9 @@ func (d *demo) scenario(ctx context.Context, wg *sync.WaitGroup) error {
 		Meta: store.Meta{Key: clusterKey},
 		Spec: operator.ClusterSpec{Replicas: 3},
 	})
+	if errors.Is(err, store.ErrAlreadyExists) {
+		return fmt.Errorf("cluster %q exists already (left by an interrupted run? delete it, or use another namespace): %w", clusterKey, err)
+	}
 	if err != nil {
 		return err
 	}
@@ -260,12 +358,12 @@ func (d *demo) leader(ctx context.Context) (int, error) {
 }
 
 // show prints the cluster's state whenever it changes, until ctx ends. The
-// status is read every 50 ms; etcd's member list and leader, slower to ask,
-// every 300 ms.
+// status and the member configuration are read every 50 ms; etcd's member
+// list and leader, slower to ask, every 300 ms.
 func (d *demo) show(ctx context.Context) {
 	t := time.NewTicker(50 * time.Millisecond)
 	defer t.Stop()
-	etcdView, leader := "unreachable", "?"
+	etcdView, leader, conf := "unreachable", "?", "-"
 	var asked time.Time
 	for {
 		select {
@@ -296,7 +394,10 @@ func (d *demo) show(ctx context.Context) {
 			cancel()
 			asked = time.Now()
 		}
-		line := fmt.Sprintf("phase=%-12s plan=%-12s etcd=[%s] leader=%s", st.Phase, plan, etcdView, leader)
+		if initial, err := d.config.InitialCluster(ctx, operator.ClusterRef{Key: c.Key, UID: c.UID}); err == nil {
+			conf = configNames(initial)
+		}
+		line := fmt.Sprintf("phase=%-12s plan=%-12s config=[%s] etcd=[%s] leader=%s", st.Phase, plan, conf, etcdView, leader)
 		d.mu.Lock()
 		changed := line != d.last
 		d.last = line
@@ -306,6 +407,18 @@ func (d *demo) show(ctx context.Context) {
 			fmt.Printf("%6.1fs  %s  writes ok=%d failed=%d\n", time.Since(d.start).Seconds(), line, ok, failed)
 		}
 	}
+}
+
+// configNames returns the member names of an initial cluster, sorted.
+func configNames(initial string) string {
+	var names []string
+	for part := range strings.SplitSeq(initial, ",") {
+		if name, _, ok := strings.Cut(part, "="); ok {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return strings.Join(names, " ")
 }
 
 // say prints a step of the scenario.

@@ -22,6 +22,7 @@ type clusterReconciler struct {
 	cache    *memberCache
 	exp      *expectations.Names[string, int]
 	ms       Membership
+	config   MemberConfig
 	dataDir  string
 	poll     time.Duration
 }
@@ -85,6 +86,13 @@ func (r *clusterReconciler) plan(ctx context.Context, c *store.Object[ClusterSpe
 	}
 	d, ok := Next(o)
 	if !ok {
+		// Settled. A member configuration deleted or edited by hand is
+		// written again, so that a member starting later finds it.
+		if len(c.Status.Members) > 0 {
+			if err := r.config.Update(ctx, clusterRef(c), InitialCluster(c.Status.Members)); err != nil {
+				return nil, err
+			}
+		}
 		if c.Status.Phase != Running || c.Status.ObservedGeneration != c.Generation {
 			c.Status.Phase, c.Status.ObservedGeneration = Running, c.Generation
 			_, err := r.clusters.UpdateStatus(ctx, c)
@@ -159,16 +167,24 @@ func (r *clusterReconciler) leader(ctx context.Context, c *store.Object[ClusterS
 }
 
 // step acts on the recorded plan. Every action is idempotent (a member
-// already added, a document already created or already gone is success), so
-// a step interrupted anywhere is simply run again. It reports whether the
-// world shows the step done.
+// already added, a document already created or already gone, a member
+// configuration already written is success), so a step interrupted anywhere
+// is simply run again. It reports whether the world shows the step done.
+//
+// The member configuration is written first, before the membership
+// changes: created at bootstrap, updated to the new membership before
+// MemberAdd, and without the leaving member as soon as it is chosen.
 func (r *clusterReconciler) step(ctx context.Context, c *store.Object[ClusterSpec, ClusterStatus], docs map[int]*memberObject) (bool, error) {
 	p := c.Status.Plan
 	eps := c.Status.Endpoints()
+	initial := InitialCluster(c.Status.Configured())
 	switch p.Op {
 	case Bootstrap:
+		if err := r.config.Create(ctx, clusterRef(c), initial); err != nil {
+			return false, err
+		}
 		for _, m := range p.Members {
-			if err := r.ensureMember(ctx, c, docs, m, initialCluster(p.Members), "new"); err != nil {
+			if err := r.ensureMember(ctx, c, docs, m, "new"); err != nil {
 				return false, err
 			}
 		}
@@ -188,6 +204,9 @@ func (r *clusterReconciler) step(ctx context.Context, c *store.Object[ClusterSpe
 		// that includes it. The other order would start a member the
 		// cluster refuses to talk to.
 		m := p.Members[0]
+		if err := r.config.Update(ctx, clusterRef(c), initial); err != nil {
+			return false, err
+		}
 		v, err := r.ms.View(ctx, eps)
 		if err != nil {
 			return false, err
@@ -198,7 +217,7 @@ func (r *clusterReconciler) step(ctx context.Context, c *store.Object[ClusterSpe
 				return false, err
 			}
 		}
-		if err := r.ensureMember(ctx, c, docs, m, initialCluster(c.Status.Members), "existing"); err != nil {
+		if err := r.ensureMember(ctx, c, docs, m, "existing"); err != nil {
 			return false, err
 		}
 		return added && rm.Name != "", nil
@@ -208,6 +227,9 @@ func (r *clusterReconciler) step(ctx context.Context, c *store.Object[ClusterSpe
 		// the process), then MemberRemove. A two-member cluster cannot commit
 		// a removal with one member stopped, so there the order is reversed.
 		m := p.Members[0]
+		if err := r.config.Update(ctx, clusterRef(c), initial); err != nil {
+			return false, err
+		}
 		if len(c.Status.Members) <= 2 {
 			if err := r.leave(ctx, eps, m); err != nil {
 				return false, err
@@ -242,8 +264,9 @@ func (r *clusterReconciler) leave(ctx context.Context, eps []string, m MemberRef
 }
 
 // ensureMember creates the Member document of m unless it exists, expecting
-// to observe its creation by id.
-func (r *clusterReconciler) ensureMember(ctx context.Context, c *store.Object[ClusterSpec, ClusterStatus], docs map[int]*memberObject, m MemberRef, initial, state string) error {
+// to observe its creation by id. The member starts with cluster state state
+// and the initial cluster of the member configuration.
+func (r *clusterReconciler) ensureMember(ctx context.Context, c *store.Object[ClusterSpec, ClusterStatus], docs map[int]*memberObject, m MemberRef, state string) error {
 	if _, ok := docs[m.ID]; ok {
 		return nil
 	}
@@ -254,15 +277,14 @@ func (r *clusterReconciler) ensureMember(ctx context.Context, c *store.Object[Cl
 			Owners:     []store.OwnerRef{{Kind: KindCluster, Key: c.Key, UID: c.UID, Controller: true, BlockOwnerDeletion: true}},
 		},
 		Spec: MemberSpec{
-			Cluster:        c.Key,
-			ID:             m.ID,
-			Name:           m.Name(),
-			DataDir:        filepath.Join(r.dataDir, filepath.FromSlash(c.Key), m.Name()),
-			PeerURL:        m.PeerURL,
-			ClientURL:      m.ClientURL,
-			InitialCluster: initial,
-			ClusterState:   state,
-			Token:          c.UID,
+			Cluster:      c.Key,
+			ID:           m.ID,
+			Name:         m.Name(),
+			DataDir:      filepath.Join(r.dataDir, filepath.FromSlash(c.Key), m.Name()),
+			PeerURL:      m.PeerURL,
+			ClientURL:    m.ClientURL,
+			ClusterState: state,
+			Token:        c.UID,
 		},
 	}
 	r.exp.ExpectCreations(c.Key, m.ID)
@@ -278,6 +300,11 @@ func (r *clusterReconciler) ensureMember(ctx context.Context, c *store.Object[Cl
 		return err
 	}
 	return nil
+}
+
+// clusterRef names c for its member configuration.
+func clusterRef(c *store.Object[ClusterSpec, ClusterStatus]) ClusterRef {
+	return ClusterRef{Key: c.Key, UID: c.UID}
 }
 
 // freeURL returns an http URL of a loopback port that was free a moment ago

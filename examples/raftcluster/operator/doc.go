@@ -7,11 +7,28 @@
 //
 // A Cluster owns one Member document per member (an intermediate resource
 // per member), with a controlling owner reference. A Member names the
-// member's id, its loopback URLs, its data directory and the initial cluster
-// it first joins; it owns its process and its data directory, through the
-// finalizer [MemberFinalizer]. The Cluster's status holds the membership
-// record (an operator's initial-cluster ConfigMap), the next id, and the plan in
-// progress.
+// member's id, its loopback URLs, its data directory and whether it starts a
+// new cluster or joins an existing one; it owns its process and its data
+// directory, through the finalizer [MemberFinalizer]. The Cluster's status
+// holds the membership record, the next id, and the plan in progress.
+//
+// The documents live in any store: the memory store, PostgreSQL, or the
+// Kubernetes API, where Cluster and Member are custom resources (package
+// github.com/tendhq/tend/backends/kube) and the garbage collector follows
+// the owner references.
+//
+// # The member configuration
+//
+// A member is started with an initial cluster (etcd's --initial-cluster,
+// the name=peerURL pairs of the membership), which etcd reads whenever the
+// member's data directory is empty. A Kubernetes operator for a Raft store
+// keeps it in a ConfigMap the members' Pods read; here it sits behind the
+// [MemberConfig] interface, so the operator does not depend on client-go:
+// [DocumentMemberConfig] keeps it in a document of the same store, and
+// package github.com/tendhq/tend/examples/raftcluster/configmap in a
+// ConfigMap named after the cluster. The cluster controller writes it
+// before the membership changes; the member controller reads it each time
+// it starts a process.
 //
 // # The cluster controller
 //
@@ -22,12 +39,17 @@
 //     record and the documents, and the step is written to the status
 //     ([ClusterStatus.Plan], with its ids and URLs and the advanced
 //     [ClusterStatus.NextID]) before anything acts on it.
-//   - A plan recorded: its actions run, each idempotent. Join (Add) is
-//     MemberAdd, then the Member document with the new initial cluster and
-//     cluster state "existing". Leave (Remove) is deleting the Member
-//     document (its finalizer stops the process), then MemberRemove. A member
-//     already added, a document already created, a member already removed are
-//     all success, so a crash anywhere resumes the same step.
+//   - A plan recorded: its actions run, each idempotent. Bootstrap creates
+//     the member configuration (one that exists is success), then every
+//     Member document with cluster state "new". Join (Add) updates the
+//     member configuration to the membership that includes the new member,
+//     then calls MemberAdd, then creates the Member document with cluster
+//     state "existing". Leave (Remove) updates the member configuration to
+//     the membership without the leaving member, then deletes its Member
+//     document (its finalizer stops the process), then calls MemberRemove. A
+//     configuration already written, a member already added, a document
+//     already created, a member already removed are all success, so a crash
+//     anywhere resumes the same step.
 //   - The world shows the plan done (etcd lists the new member started, or
 //     no longer lists the old one): the plan is cleared, which queues the
 //     cluster again for the next step.
@@ -44,7 +66,8 @@
 // It keeps each Member's process running on its data directory (an operator's
 // one-replica ReplicaSet and volume): a killed process is started again, as
 // the same etcd member, when the [Runtime] reports its exit or at the next
-// resync. A deleted Member's process is stopped and its data directory removed
+// resync. Each start reads the initial cluster from the cluster's
+// [MemberConfig], as a restarting Pod reads its ConfigMap. A deleted Member's process is stopped and its data directory removed
 // before its finalizer is. A Member deleted by hand is therefore seen by the
 // cluster controller as a member without a document: it leaves the Raft
 // membership first, and a new member with a new id joins in the next step.

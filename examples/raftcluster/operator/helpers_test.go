@@ -3,7 +3,10 @@ package operator_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -24,35 +27,54 @@ const clusterKey = "demo"
 const settleTimeout = 90 * time.Second
 
 // env is an operator managing real etcd members, children of the test
-// binary, with the documents in a memory store that outlives operator runs
-// (a crash loses the operator's memory, not its store).
+// binary, with the documents in a store that outlives operator runs (a
+// crash loses the operator's memory, not its store).
 type env struct {
-	t       *testing.T
-	dir     string
-	backend *memory.Store
-	rt      *etcdproc.Runtime
-	etcd    *operator.Etcd
-	ms      *recordingMembership
-	op      *operator.Operator
+	t      *testing.T
+	dir    string
+	rt     *etcdproc.Runtime
+	etcd   *operator.Etcd
+	ms     *recordingMembership
+	starts *recordingRuntime
+	config operator.MemberConfig
+	op     *operator.Operator
 
 	cancel context.CancelFunc
 	done   chan error
 }
 
-func newEnv(t *testing.T) *env {
+// openStore returns a store holding the operator's kinds, of the test's
+// own, and the member configuration that goes with it.
+type openStore func(t *testing.T) (store.Backend, operator.MemberConfig)
+
+// onEveryStore runs test on each store the operator supports: the memory
+// store, with the member configuration in a document, and the Kubernetes
+// API, with the documents as custom resources and the member configuration
+// in a ConfigMap.
+func onEveryStore(t *testing.T, test func(t *testing.T, e *env)) {
+	for _, s := range []struct {
+		name string
+		open openStore
+	}{
+		{"memory", memoryStore},
+		{"kube", kubeStore},
+	} {
+		t.Run(s.name, func(t *testing.T) { test(t, newEnv(t, s.open)) })
+	}
+}
+
+func newEnv(t *testing.T, open openStore) *env {
 	t.Helper()
 	dir := t.TempDir()
-	b, err := memory.New(memory.Config{Kinds: []string{operator.KindCluster, operator.KindMember}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, config := open(t)
 	rt, err := etcdproc.New(etcdproc.Config{LogDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, dir: dir, backend: b, rt: rt, etcd: &operator.Etcd{}}
-	e.ms = &recordingMembership{inner: e.etcd, adds: map[string]int{}}
-	e.op, err = operator.New(operator.Config{Backend: b, Membership: e.ms, Runtime: rt, DataDir: dir})
+	e := &env{t: t, dir: dir, rt: rt, etcd: &operator.Etcd{}, config: config}
+	e.ms = &recordingMembership{inner: e.etcd, adds: map[string]int{}, configured: e.initialCluster}
+	e.starts = &recordingRuntime{Runtime: rt}
+	e.op, err = operator.New(operator.Config{Backend: b, Membership: e.ms, Runtime: e.starts, MemberConfig: config, DataDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,8 +82,39 @@ func newEnv(t *testing.T) *env {
 		e.stop()
 		rt.Close()
 		e.etcd.Close()
+		for _, v := range e.ms.violations() {
+			t.Errorf("member configuration: %s", v)
+		}
+		for _, v := range e.starts.violations() {
+			t.Errorf("member started: %s", v)
+		}
 	})
 	return e
+}
+
+// memoryStore is a memory store, with the member configuration in a
+// document of the same store.
+func memoryStore(t *testing.T) (store.Backend, operator.MemberConfig) {
+	t.Helper()
+	b, err := memory.New(memory.Config{Kinds: []string{operator.KindCluster, operator.KindMember, operator.KindMemberConfig}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mc, err := operator.NewDocumentMemberConfig(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, mc
+}
+
+// initialCluster returns what the member configuration of the test's
+// cluster holds.
+func (e *env) initialCluster(ctx context.Context) (string, error) {
+	c, err := e.op.Clusters().Get(ctx, clusterKey)
+	if err != nil {
+		return "", err
+	}
+	return e.config.InitialCluster(ctx, operator.ClusterRef{Key: c.Key, UID: c.UID})
 }
 
 // start runs the operator until stop, or until it stops on its own.
@@ -139,14 +192,18 @@ func (e *env) waitSettled(replicas int) []int {
 // recordingMembership counts MemberAdd calls per peer URL and, when armed,
 // crashes the operator right after a MemberAdd: it cancels the operator's
 // context and fails, so the member is in the Raft membership but neither
-// its document nor its process exists.
+// its document nor its process exists. It also checks that the member
+// configuration was written before each change: it names a member before
+// MemberAdd adds it, and no longer names a member MemberRemove removes.
 type recordingMembership struct {
-	inner operator.Membership
-	crash atomic.Pointer[context.CancelFunc]
-	armed atomic.Bool
+	inner      operator.Membership
+	configured func(context.Context) (string, error)
+	crash      atomic.Pointer[context.CancelFunc]
+	armed      atomic.Bool
 
-	mu   sync.Mutex // guards adds
-	adds map[string]int
+	mu     sync.Mutex // guards adds and broken
+	adds   map[string]int
+	broken []string
 }
 
 var errCrash = errors.New("operator crashed after MemberAdd")
@@ -156,6 +213,13 @@ func (r *recordingMembership) View(ctx context.Context, eps []string) (operator.
 }
 
 func (r *recordingMembership) Add(ctx context.Context, eps []string, peerURL string) error {
+	initial, err := r.configured(ctx)
+	if err != nil {
+		return err
+	}
+	if !names(initial, peerURL) {
+		r.violation("MemberAdd of %s while the member configuration is %q", peerURL, initial)
+	}
 	if err := r.inner.Add(ctx, eps, peerURL); err != nil {
 		return err
 	}
@@ -170,7 +234,92 @@ func (r *recordingMembership) Add(ctx context.Context, eps []string, peerURL str
 }
 
 func (r *recordingMembership) Remove(ctx context.Context, eps []string, id uint64) error {
+	initial, err := r.configured(ctx)
+	if err != nil {
+		return err
+	}
+	v, err := r.inner.View(ctx, eps)
+	if err != nil {
+		return err
+	}
+	for _, m := range v.Members {
+		if m.ID == id && names(initial, m.PeerURL) {
+			r.violation("MemberRemove of %s while the member configuration is %q", m.PeerURL, initial)
+		}
+	}
 	return r.inner.Remove(ctx, eps, id)
+}
+
+func (r *recordingMembership) violation(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.broken = append(r.broken, fmt.Sprintf(format, args...))
+}
+
+// violations returns the changes made before the member configuration
+// was written.
+func (r *recordingMembership) violations() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.broken)
+}
+
+// names reports whether the initial cluster initial names a member on
+// peerURL.
+func names(initial, peerURL string) bool {
+	for part := range strings.SplitSeq(initial, ",") {
+		if _, u, _ := strings.Cut(part, "="); u == peerURL {
+			return true
+		}
+	}
+	return false
+}
+
+// recordingRuntime records the configuration each member is started with,
+// and checks that its initial cluster names the member itself.
+type recordingRuntime struct {
+	operator.Runtime
+
+	mu      sync.Mutex // guards started and broken
+	started map[string][]etcdproc.Member
+	broken  []string
+}
+
+func (r *recordingRuntime) Start(key string, m etcdproc.Member) error {
+	r.mu.Lock()
+	if r.started == nil {
+		r.started = map[string][]etcdproc.Member{}
+	}
+	r.started[key] = append(r.started[key], m)
+	if !names(m.InitialCluster, m.PeerURL) {
+		r.broken = append(r.broken, fmt.Sprintf("%s with initial cluster %q, which does not name it", key, m.InitialCluster))
+	}
+	r.mu.Unlock()
+	return r.Runtime.Start(key, m)
+}
+
+// starts returns the configurations the member under key was started
+// with, in order.
+func (r *recordingRuntime) starts(key string) []etcdproc.Member {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.started[key])
+}
+
+// firstStart returns the configuration the member under key was first
+// started with.
+func (r *recordingRuntime) firstStart(key string) (etcdproc.Member, bool) {
+	starts := r.starts(key)
+	if len(starts) == 0 {
+		return etcdproc.Member{}, false
+	}
+	return starts[0], true
+}
+
+func (r *recordingRuntime) violations() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.broken)
 }
 
 // addCalls returns how many MemberAdd calls each peer URL received.

@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"slices"
 
@@ -31,10 +32,13 @@ var _ Runtime = (*etcdproc.Runtime)(nil)
 
 // memberReconciler keeps each Member's process running on its data
 // directory (an operator's one-replica ReplicaSet with its volume), and stops it
-// and removes its data when the document is deleted.
+// and removes its data when the document is deleted. It starts a process with
+// the initial cluster its cluster's member configuration holds at the time,
+// as a Pod reads the ConfigMap it mounts.
 type memberReconciler struct {
 	members *store.Collection[MemberSpec, MemberStatus]
 	rt      Runtime
+	config  MemberConfig
 }
 
 // Reconcile starts a member's process if it is not running (a killed member
@@ -70,7 +74,15 @@ func (r *memberReconciler) Reconcile(ctx context.Context, key string) (controlle
 	}
 	st := m.Status
 	if !r.rt.Running(key) {
-		if err := r.rt.Start(key, process(m.Spec)); err != nil {
+		c, ok := clusterOf(m)
+		if !ok {
+			return controller.Result{}, controller.Terminal(fmt.Errorf("operator: member %s has no controlling Cluster", key))
+		}
+		initial, err := r.config.InitialCluster(ctx, c)
+		if err != nil {
+			return controller.Result{}, err
+		}
+		if err := r.rt.Start(key, process(m.Spec, initial)); err != nil {
 			return controller.Result{}, err
 		}
 		st.Starts++
@@ -83,14 +95,25 @@ func (r *memberReconciler) Reconcile(ctx context.Context, key string) (controlle
 	return controller.Result{}, err
 }
 
-// process returns the etcd configuration of a member.
-func process(s MemberSpec) etcdproc.Member {
+// clusterOf returns the cluster that controls member m.
+func clusterOf(m *memberObject) (ClusterRef, bool) {
+	for _, o := range m.Owners {
+		if o.Controller && o.Kind == KindCluster {
+			return ClusterRef{Key: o.Key, UID: o.UID}, true
+		}
+	}
+	return ClusterRef{}, false
+}
+
+// process returns the etcd configuration of a member started with the
+// initial cluster initial.
+func process(s MemberSpec, initial string) etcdproc.Member {
 	return etcdproc.Member{
 		Name:           s.Name,
 		DataDir:        s.DataDir,
 		PeerURL:        s.PeerURL,
 		ClientURL:      s.ClientURL,
-		InitialCluster: s.InitialCluster,
+		InitialCluster: initial,
 		ClusterState:   s.ClusterState,
 		Token:          s.Token,
 	}

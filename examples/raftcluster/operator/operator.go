@@ -34,6 +34,10 @@ type Config struct {
 	Membership Membership
 	// Runtime runs the members' processes. Required; *etcdproc.Runtime.
 	Runtime Runtime
+	// MemberConfig keeps each cluster's member configuration, the initial
+	// cluster its members start with. Required: a *[DocumentMemberConfig]
+	// in a store, or a ConfigMap on Kubernetes.
+	MemberConfig MemberConfig
 	// DataDir holds the members' data directories, one per member under
 	// the cluster's key. Required.
 	DataDir string
@@ -62,8 +66,8 @@ type Operator struct {
 // New returns an operator configured by cfg. It starts nothing.
 func New(cfg Config) (*Operator, error) {
 	switch {
-	case cfg.Backend == nil, cfg.Membership == nil, cfg.Runtime == nil, cfg.DataDir == "":
-		return nil, fmt.Errorf("%w: Backend, Membership, Runtime and DataDir are required", ErrInvalidConfig)
+	case cfg.Backend == nil, cfg.Membership == nil, cfg.Runtime == nil, cfg.MemberConfig == nil, cfg.DataDir == "":
+		return nil, fmt.Errorf("%w: Backend, Membership, Runtime, MemberConfig and DataDir are required", ErrInvalidConfig)
 	case cfg.PollInterval < 0, cfg.ExpectationsTTL < 0, cfg.MemberResync < 0:
 		return nil, fmt.Errorf("%w: negative duration", ErrInvalidConfig)
 	}
@@ -122,6 +126,7 @@ func (o *Operator) Run(ctx context.Context) error {
 			cache:    cache,
 			exp:      exp,
 			ms:       o.cfg.Membership,
+			config:   o.cfg.MemberConfig,
 			dataDir:  o.cfg.DataDir,
 			poll:     o.cfg.PollInterval,
 		},
@@ -134,7 +139,7 @@ func (o *Operator) Run(ctx context.Context) error {
 	}
 	mc, err := controller.New(controller.Config{
 		Name:       "member",
-		Reconciler: &memberReconciler{members: o.members, rt: o.cfg.Runtime},
+		Reconciler: &memberReconciler{members: o.members, rt: o.cfg.Runtime, config: o.cfg.MemberConfig},
 		Sources: []controller.Source{
 			controller.Kind(b, KindMember),
 			controller.Channel(o.cfg.Runtime.Exited()),
@@ -161,9 +166,10 @@ var ErrNotSettled = errors.New("operator: cluster not settled")
 // Settled returns the sorted member ids of the cluster under key once it
 // has settled at replicas members: its status is Running with no plan, for
 // the newest spec, and its membership record names exactly the members
-// etcd's own member list shows started and the Member documents that
-// exist and are not being deleted. Otherwise it returns an error matching
-// ErrNotSettled that says what differs, or the error of a read.
+// etcd's own member list shows started, the Member documents that exist
+// and are not being deleted, and the member configuration. Otherwise it
+// returns an error matching ErrNotSettled that says what differs, or the
+// error of a read.
 func (o *Operator) Settled(ctx context.Context, key string, replicas int) ([]int, error) {
 	c, err := o.clusters.Get(ctx, key)
 	if err != nil {
@@ -199,6 +205,13 @@ func (o *Operator) Settled(ctx context.Context, key string, replicas int) ([]int
 	slices.Sort(names)
 	if !slices.Equal(names, want) {
 		return nil, fmt.Errorf("%w: member documents %v, the record %v", ErrNotSettled, names, want)
+	}
+	initial, err := o.cfg.MemberConfig.InitialCluster(ctx, ClusterRef{Key: c.Key, UID: c.UID})
+	if err != nil && !errors.Is(err, ErrNoMemberConfig) {
+		return nil, err
+	}
+	if want := InitialCluster(st.Members); initial != want {
+		return nil, fmt.Errorf("%w: member configuration %q, the record %q", ErrNotSettled, initial, want)
 	}
 	return ids, nil
 }

@@ -46,10 +46,11 @@ type ClusterStatus struct {
 	// NextID is the id the next member will get. Ids below it were handed out
 	// once and are never handed out again. Zero means 1.
 	NextID int `json:"nextID,omitempty"`
-	// Members is the membership record, an operator's initial-cluster
-	// ConfigMap: the members the cluster has or is getting, with their URLs.
-	// A joining member is recorded here, with the plan, before it is added
-	// to Raft; a leaving one stays until it has left.
+	// Members is the membership record: the members the cluster has or is
+	// getting, with their ids and URLs. A joining member is recorded here,
+	// with the plan, before it is added to Raft; a leaving one stays until
+	// it has left. The member configuration ([MemberConfig]) is derived from
+	// it: see [ClusterStatus.Configured].
 	Members []MemberRef `json:"members,omitempty"`
 	// Plan is the step in progress. It is written before the step starts
 	// acting and cleared when it is done, so a controller that crashes
@@ -127,8 +128,22 @@ func (s *ClusterStatus) IDs() []int {
 	return ids
 }
 
-// initialCluster returns etcd's --initial-cluster for members.
-func initialCluster(members []MemberRef) string {
+// Configured returns the membership the cluster's member configuration
+// holds: the membership record without the member a Remove plan is taking
+// out, which leaves the configuration as soon as it is chosen.
+func (s *ClusterStatus) Configured() []MemberRef {
+	ms := slices.Clone(s.Members)
+	if p := s.Plan; p != nil && p.Op == Remove {
+		ms = slices.DeleteFunc(ms, func(m MemberRef) bool {
+			return slices.ContainsFunc(p.Members, func(r MemberRef) bool { return r.ID == m.ID })
+		})
+	}
+	return ms
+}
+
+// InitialCluster returns etcd's --initial-cluster for members: their
+// name=peerURL pairs, comma-separated, in order.
+func InitialCluster(members []MemberRef) string {
 	parts := make([]string, len(members))
 	for i, m := range members {
 		parts[i] = m.Name() + "=" + m.PeerURL
@@ -142,15 +157,15 @@ type MemberSpec struct {
 	Cluster string `json:"cluster"`
 	// ID is the member's id, never reused within its cluster.
 	ID int `json:"id"`
-	// Name, DataDir, URLs, InitialCluster, ClusterState and Token are the
-	// member's etcd configuration.
-	Name           string `json:"name"`
-	DataDir        string `json:"dataDir"`
-	PeerURL        string `json:"peerURL"`
-	ClientURL      string `json:"clientURL"`
-	InitialCluster string `json:"initialCluster"`
-	ClusterState   string `json:"clusterState"`
-	Token          string `json:"token,omitempty"`
+	// Name, DataDir, URLs, ClusterState and Token are the member's etcd
+	// configuration. Its initial cluster is not here: the member is started
+	// with the one its cluster's [MemberConfig] holds at the time.
+	Name         string `json:"name"`
+	DataDir      string `json:"dataDir"`
+	PeerURL      string `json:"peerURL"`
+	ClientURL    string `json:"clientURL"`
+	ClusterState string `json:"clusterState"`
+	Token        string `json:"token,omitempty"`
 }
 
 // MemberStatus is the operator's record of one member's process.
