@@ -114,7 +114,6 @@ func New(cfg Config) (*Controller, error) {
 		Observers:         c.observers(),
 		NewOperationID:    cfg.NewOperationID,
 		WaitInterval:      wait,
-		ProgressInterval:  wait,
 		Backoff:           cfg.Backoff,
 		MetricsRegisterer: cfg.MetricsRegisterer,
 	}
@@ -236,7 +235,7 @@ func outcome(err error) (statemachine.Outcome, error) {
 	case err == nil:
 		return statemachine.Done, nil
 	case errors.Is(err, ErrJobRunning):
-		return statemachine.Progressed, nil
+		return statemachine.Pending, nil
 	case errors.Is(err, controller.ErrTerminal):
 		return statemachine.FailedTerminal, err
 	}

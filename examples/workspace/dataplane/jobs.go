@@ -19,7 +19,7 @@ import (
 var ErrNoVolume = errors.New("dataplane: volume missing")
 
 // ErrJobRunning: the storage job of an archive or a restore has not exited
-// yet. The step that meets it has Progressed and looks again later: a job's
+// yet. The step that meets it is Pending and looks again later: a job's
 // completion is judged from its observed exit, never from a call returning.
 var ErrJobRunning = errors.New("dataplane: storage job running")
 

@@ -35,10 +35,14 @@ type StorageConfig struct {
 	// Executable is the program the storage jobs run (see
 	// JobsConfig.Executable). Empty means the running program.
 	Executable string
+	// Runner runs the storage jobs. Nil means a [Jobs] on Dir/jobs: each
+	// job a child process.
+	Runner dataplane.JobRunner
 }
 
 // Storage is the embedded dataplane.StorageProvider. Archive and restore run
-// as storage jobs, child processes of [Jobs]; Close kills those that run.
+// as storage jobs, child processes of [Jobs] unless StorageConfig.Runner
+// says otherwise; Close kills those that run.
 type Storage struct {
 	*dataplane.StorageJobs // Archive, Restore, ArchiveReady
 	volumes                string
@@ -57,13 +61,17 @@ func NewStorage(cfg StorageConfig) (*Storage, error) {
 	if err := os.MkdirAll(s.volumes, 0o755); err != nil {
 		return nil, fmt.Errorf("local: %w", err)
 	}
-	var err error
-	s.jobs, err = NewJobs(JobsConfig{Dir: filepath.Join(cfg.Dir, "jobs"), Volume: s.VolumeDir,
-		Credentials: cfg.Credentials, Executable: cfg.Executable})
-	if err != nil {
-		return nil, err
+	runner := cfg.Runner
+	if runner == nil {
+		jobs, err := NewJobs(JobsConfig{Dir: filepath.Join(cfg.Dir, "jobs"), Volume: s.VolumeDir,
+			Credentials: cfg.Credentials, Executable: cfg.Executable})
+		if err != nil {
+			return nil, err
+		}
+		s.jobs, runner = jobs, jobs
 	}
-	s.StorageJobs, err = dataplane.NewStorageJobs(dataplane.StorageJobsConfig{Runner: s.jobs, Objects: cfg.Objects,
+	var err error
+	s.StorageJobs, err = dataplane.NewStorageJobs(dataplane.StorageJobsConfig{Runner: runner, Objects: cfg.Objects,
 		VolumeExists: s.VolumeExists, Marker: s.RestoreMarker, Mark: s.mark})
 	if err != nil {
 		return nil, err
@@ -71,11 +79,14 @@ func NewStorage(cfg StorageConfig) (*Storage, error) {
 	return s, nil
 }
 
-// Jobs returns the runner of the storage's jobs.
-func (s *Storage) Jobs() *Jobs { return s.jobs }
-
-// Close kills the storage jobs that run and waits for them.
-func (s *Storage) Close() error { return s.jobs.Close() }
+// Close kills the storage jobs of its own runner that run and waits for
+// them.
+func (s *Storage) Close() error {
+	if s.jobs == nil {
+		return nil
+	}
+	return s.jobs.Close()
+}
 
 // VolumeDir returns the directory of workspace id's volume.
 func (s *Storage) VolumeDir(id string) string { return filepath.Join(s.volumes, VolumeName(id)) }
