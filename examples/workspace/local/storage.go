@@ -162,4 +162,3 @@ func (s *Storage) RestoreMarker(ctx context.Context, id string) (string, error) 
 	}
 	return strings.TrimSpace(string(b)), nil
 }
-
