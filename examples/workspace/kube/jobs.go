@@ -28,9 +28,10 @@ const (
 	JobScratchDir = "/tmp"
 )
 
-// ErrVolumeInUse: a storage job was asked to start on a claim that a Pod
-// uses. Transient: the data plane deletes the workspace's Pod before it
-// archives, and never starts it while a job runs.
+// ErrVolumeInUse: a storage job, or a workspace's Pod, was asked to start
+// on a claim that another Pod uses. Transient: the data plane deletes the
+// workspace's Pod before it archives, and starts it only once the job has
+// exited.
 var ErrVolumeInUse = errors.New("kube: volume in use")
 
 // JobsConfig configures [NewJobs].
@@ -93,7 +94,8 @@ func (j *Jobs) Start(ctx context.Context, job dataplane.Job) error {
 		return j.fail("get", j.jobObject(job.Name), err)
 	}
 	claim := ClaimName(job.WorkspaceID)
-	if err := j.claimFree(ctx, claim, job.Name); err != nil {
+	ofJob := func(p *corev1.Pod) bool { return p.Labels[batchv1.JobNameLabel] == job.Name }
+	if err := j.claimFree(ctx, claim, "job "+job.Name, ofJob); err != nil {
 		return err
 	}
 	_, err := jobs.Create(ctx, j.jobSpec(job, claim), metav1.CreateOptions{FieldManager: j.manager})
@@ -104,15 +106,16 @@ func (j *Jobs) Start(ctx context.Context, job dataplane.Job) error {
 }
 
 // claimFree returns an error matching [ErrVolumeInUse] when a Pod that has
-// not ended, other than those of Job name, mounts claim.
-func (j *Jobs) claimFree(ctx context.Context, claim, name string) error {
-	pods, err := j.cs.CoreV1().Pods(j.namespace).List(ctx, metav1.ListOptions{})
+// not ended mounts claim, other than those for which mine is true; user
+// names what waits for the claim.
+func (c conn) claimFree(ctx context.Context, claim, user string, mine func(*corev1.Pod) bool) error {
+	pods, err := c.cs.CoreV1().Pods(c.namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return j.fail("list", object{resource: "pods", namespace: j.namespace}, err)
+		return c.fail("list", object{resource: "pods", namespace: c.namespace}, err)
 	}
 	var users []string
 	for _, p := range pods.Items {
-		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || p.Labels[batchv1.JobNameLabel] == name {
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || mine(&p) {
 			continue
 		}
 		for _, v := range p.Spec.Volumes {
@@ -122,7 +125,7 @@ func (j *Jobs) claimFree(ctx context.Context, claim, name string) error {
 		}
 	}
 	if len(users) > 0 {
-		return fmt.Errorf("%w: claim %s/%s is mounted by pods %s; job %s waits", ErrVolumeInUse, j.namespace, claim, strings.Join(users, " "), name)
+		return fmt.Errorf("%w: claim %s/%s is mounted by pods %s; %s waits", ErrVolumeInUse, c.namespace, claim, strings.Join(users, " "), user)
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/tendhq/tend/controller"
 	"github.com/tendhq/tend/examples/workspace/archive"
 	"github.com/tendhq/tend/examples/workspace/dataplane"
+	"github.com/tendhq/tend/statemachine"
 	"github.com/tendhq/tend/store"
 	"github.com/tendhq/tend/workqueue"
 )
@@ -70,12 +71,15 @@ func NewDriver(t *testing.T, cfg Config) *Driver {
 	return &Driver{t: t, id: cfg.ID, img: cfg.Image, ctrl: ctrl}
 }
 
-// Reconcile runs reconciles of the workspace until one wants nothing more,
-// pausing briefly between those that wait (for a condition, for a storage
-// job to exit); it fails the test after two minutes.
+// Reconcile runs reconciles of the workspace until it has settled: until
+// one wants nothing more, or its machine has nothing to do (a settled phase
+// that the controller only watches over, or Fault holding for an operator).
+// It pauses briefly between reconciles that wait (for a condition, for a
+// storage job to exit) and fails the test after two minutes.
 func (d *Driver) Reconcile() {
 	d.t.Helper()
 	ctx := context.Background()
+	var ws *dataplane.Workspace
 	for deadline := time.Now().Add(settleTimeout); time.Now().Before(deadline); {
 		res, err := d.ctrl.Reconcile(ctx, d.id)
 		if err != nil {
@@ -84,9 +88,20 @@ func (d *Driver) Reconcile() {
 		if res.RequeueAfter == 0 {
 			return
 		}
+		if ws, err = d.ctrl.Get(ctx, d.id); err != nil {
+			d.t.Fatal(err)
+		}
+		dec, err := d.ctrl.Machine().Decide(ws.Spec.State, ws.Status.Status, time.Now())
+		if err != nil {
+			d.t.Fatal(err)
+		}
+		if dec.Kind == statemachine.Nothing || dec.Kind == statemachine.Hold {
+			return
+		}
 		time.Sleep(min(res.RequeueAfter, pollInterval))
 	}
-	d.t.Fatalf("workspace %s not settled after %v", d.id, settleTimeout)
+	d.t.Fatalf("workspace %s not settled after %v: state %s, phase %s, operation %+v",
+		d.id, settleTimeout, ws.Spec.State, ws.Status.Phase, ws.Status.Operation)
 }
 
 // Exited calls f until it returns anything but an error matching
