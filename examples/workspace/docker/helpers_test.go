@@ -17,7 +17,6 @@ import (
 	"github.com/tendhq/tend/examples/workspace/local"
 	"github.com/tendhq/tend/examples/workspace/objstore"
 	"github.com/tendhq/tend/examples/workspace/objstore/objstoretest"
-	"github.com/tendhq/tend/examples/workspace/storagejob"
 )
 
 // The images the tests import.
@@ -105,7 +104,7 @@ func newBackends(t *testing.T, cli *client.Client, id string) (*docker.Storage, 
 	t.Helper()
 	_, jobImage := images(t, cli)
 	objects := objstoretest.S3(t)
-	st, err := docker.NewStorage(docker.StorageConfig{Client: cli, Objects: objects, JobImage: jobImage, Credentials: s3Credentials()})
+	st, err := docker.NewStorage(docker.StorageConfig{Client: cli, Objects: objects, JobImage: jobImage, Credentials: objstoretest.S3Credentials()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,10 +124,4 @@ func volumeFile(t *testing.T, st *docker.Storage, id, name string) string {
 		t.Fatalf("mountpoint of %s: %q %v", local.VolumeName(id), mp, err)
 	}
 	return filepath.Join(mp, name)
-}
-
-// s3Credentials are the credentials of the test's S3 server.
-func s3Credentials() storagejob.Credentials {
-	return storagejob.Credentials{Endpoint: os.Getenv("TEND_S3_ENDPOINT"), AccessKey: os.Getenv("TEND_S3_ACCESS_KEY"),
-		SecretKey: os.Getenv("TEND_S3_SECRET_KEY"), Region: os.Getenv("TEND_S3_REGION")}
 }

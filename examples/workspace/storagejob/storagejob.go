@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/tendhq/tend/examples/workspace/archive"
@@ -69,18 +70,27 @@ type Credentials struct {
 	Region string
 }
 
-// Env returns the environment of a job on the archive at archiveURL: the
-// URL and the non-empty credentials, as the variables the job reads. It is
-// the job's whole input besides its command and volume.
-func Env(archiveURL string, c Credentials) []string {
-	env := []string{EnvArchiveURL + "=" + archiveURL}
-	for _, v := range []struct{ name, value string }{
-		{EnvEndpoint, c.Endpoint}, {EnvAccessKey, c.AccessKey}, {EnvSecretKey, c.SecretKey}, {EnvRegion, c.Region},
-	} {
-		if v.value != "" {
-			env = append(env, v.name+"="+v.value)
+// Vars returns the credentials that are set, by the names of the variables
+// a job reads them from.
+func (c Credentials) Vars() map[string]string {
+	vars := map[string]string{}
+	for name, value := range map[string]string{EnvEndpoint: c.Endpoint, EnvAccessKey: c.AccessKey, EnvSecretKey: c.SecretKey, EnvRegion: c.Region} {
+		if value != "" {
+			vars[name] = value
 		}
 	}
+	return vars
+}
+
+// Env returns the environment of a job on the archive at archiveURL: the
+// URL and the credentials that are set, as the variables the job reads. It
+// is the job's whole input besides its command and volume.
+func Env(archiveURL string, c Credentials) []string {
+	env := []string{EnvArchiveURL + "=" + archiveURL}
+	for name, value := range c.Vars() {
+		env = append(env, name+"="+value)
+	}
+	slices.Sort(env[1:])
 	return env
 }
 
