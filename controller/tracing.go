@@ -189,7 +189,10 @@ func endObserve(span trace.Span, status bool, reason string, err error) {
 	if err != nil {
 		setError(span, err)
 	} else {
-		span.SetAttributes(attrConditionStatus.Bool(status), attrConditionReason.String(reason))
+		span.SetAttributes(attrConditionStatus.Bool(status))
+		if reason != "" {
+			span.SetAttributes(attrConditionReason.String(reason))
+		}
 	}
 	span.End()
 }
