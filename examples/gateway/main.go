@@ -51,7 +51,7 @@ func mainErr() error {
 	metricsAddr := flag.String("metrics-addr", "", "serve Prometheus metrics on this address (for example :9090)")
 	flag.StringVar(&opts.Kubeconfig, "kubeconfig", "", "run the cluster on the Kubernetes cluster this kubeconfig names (the databases stay simulated)")
 	traceFile := flag.String("trace-file", "", "write every span (reconciles, steps, observers) as JSON to this file; - for standard output")
-	traceOTLP := flag.Bool("trace-otlp", false, "export every span over OTLP/gRPC to $OTEL_EXPORTER_OTLP_ENDPOINT (default localhost:4317)")
+	traceOTLP := flag.Bool("trace-otlp", false, "export every span over OTLP/gRPC to $OTEL_EXPORTER_OTLP_ENDPOINT (default https://localhost:4317)")
 	flag.StringVar(&opts.AuditLog, "audit-log", "", "with -kubeconfig: the API server's audit log (JSON lines), to check the ordering rules on")
 	flag.Parse()
 	if opts.AuditLog != "" && opts.Kubeconfig == "" {

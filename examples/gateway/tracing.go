@@ -17,7 +17,7 @@ import (
 // newTracerProvider returns the OpenTelemetry SDK's TracerProvider, which
 // exports every span as JSON to file ("-" for standard output) when file is
 // set, and over OTLP/gRPC when otlp is set (to the collector the standard
-// OTEL_EXPORTER_OTLP_* variables name; localhost:4317 by default), and a
+// OTEL_EXPORTER_OTLP_* variables name; https://localhost:4317 by default), and a
 // func that flushes the spans not exported yet and stops it.
 func newTracerProvider(ctx context.Context, file string, otlp bool) (*sdktrace.TracerProvider, func() error, error) {
 	opts := []sdktrace.TracerProviderOption{
