@@ -369,7 +369,8 @@ func (r *runner) reconcile(ctx context.Context, key string) {
 	}
 	log := c.log
 	if log != nil {
-		if sc := trace.SpanContextFromContext(ctx); span != nil && sc.IsValid() {
+		if span != nil && span.SpanContext().IsValid() {
+			sc := span.SpanContext()
 			log = log.With(zap.String("key", key), zap.String("reconcileID", id),
 				zap.Stringer("traceID", sc.TraceID()), zap.Stringer("spanID", sc.SpanID()))
 		} else {

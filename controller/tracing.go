@@ -17,7 +17,8 @@ import (
 const TracerName = "github.com/tendhq/tend/controller"
 
 // Names of the spans a [Controller] and a [Driver] start when they are given
-// a TracerProvider. The package documentation lists their attributes.
+// a TracerProvider, and of the event a driver adds. The package
+// documentation lists their attributes.
 const (
 	// SpanReconcile is the span of one reconcile of a key by a controller.
 	SpanReconcile = "tend.reconcile"

@@ -415,3 +415,66 @@ func TestTracingOff(t *testing.T) {
 func hasEvent(s recorded, name string) bool {
 	return slices.ContainsFunc(s.Events, func(e recEvent) bool { return e.Name == name })
 }
+
+// TestTracingReconcileResults checks the result and status of the span of
+// each kind of reconcile a controller sees, a reconciler's panic included,
+// whose span holds the panic's value but not its stack.
+func TestTracingReconcileResults(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &spanRecorder{}
+		keys := make(chan string, 5)
+		for _, k := range []string{"success", "requeue_after", "error", "terminal", "panic"} {
+			keys <- k
+		}
+		c, err := controller.New(controller.Config{Name: "results", Sources: []controller.Source{controller.Channel(keys)},
+			TracerProvider: rec,
+			Reconciler: controller.ReconcilerFunc(func(ctx context.Context, key string) (controller.Result, error) {
+				if !trace.SpanFromContext(ctx).IsRecording() {
+					t.Errorf("%s: the reconcile's context carries no recording span", key)
+				}
+				switch key {
+				case "requeue_after":
+					return controller.Result{RequeueAfter: time.Hour}, nil
+				case "error":
+					return controller.Result{}, errInjected
+				case "terminal":
+					return controller.Result{}, controller.Terminal(errInjected)
+				case "panic":
+					panic("boom")
+				}
+				return controller.Result{}, nil
+			})})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runControllerIn(t, context.Background(), c)
+		synctest.Wait()
+
+		first := map[string]recorded{}
+		for _, s := range rec.named(controller.SpanReconcile) {
+			if _, ok := first[s.attr("tend.key")]; !ok {
+				first[s.attr("tend.key")] = s
+			}
+		}
+		for key, want := range map[string]struct {
+			status codes.Code
+			desc   string
+		}{
+			"success":       {codes.Unset, ""},
+			"requeue_after": {codes.Unset, ""},
+			"error":         {codes.Error, errInjected.Error()},
+			"terminal":      {codes.Error, errInjected.Error()},
+			"panic":         {codes.Error, "reconciler panicked: boom"},
+		} {
+			s, ok := first[key]
+			switch {
+			case !ok:
+				t.Errorf("%s: no reconcile span", key)
+			case s.attr("tend.reconcile.result") != key || s.attr("tend.controller") != "results" || s.Parent.IsValid():
+				t.Errorf("%s: span %+v, want result %s, controller results, no parent", key, s, key)
+			case s.Status != want.status || !strings.Contains(s.Description, want.desc) || strings.Contains(s.Description, "goroutine"):
+				t.Errorf("%s: status %v %q, want %v with %q", key, s.Status, s.Description, want.status, want.desc)
+			}
+		}
+	})
+}
