@@ -62,6 +62,7 @@ const (
 
 var jobStates = [...]string{"absent", "pending", "running", "succeeded", "failed"}
 
+// String returns "absent", "pending", "running", "succeeded" or "failed".
 func (s JobState) String() string {
 	if s >= 0 && int(s) < len(jobStates) {
 		return jobStates[s]
