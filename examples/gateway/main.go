@@ -54,6 +54,7 @@ func mainErr() error {
 	flag.DurationVar(&opts.Latency, "latency", time.Millisecond, "latency of every infrastructure call")
 	flag.Uint64Var(&opts.Seed, "seed", 1, "seed of the injected failures")
 	flag.DurationVar(&opts.Timeout, "timeout", 50*time.Second, "give up if the scenario has not converged by then")
+	flag.DurationVar(&opts.MaxBackoff, "max-backoff", 0, "cap the delay before a failed step is retried (default ten polls: 500ms at the default delay; the platform's own default is 2s)")
 	metricsAddr := flag.String("metrics-addr", "", "serve Prometheus metrics on this address (for example :9090)")
 	flag.StringVar(&opts.Kubeconfig, "kubeconfig", "", "run the cluster on the Kubernetes cluster this kubeconfig names (the databases stay simulated)")
 	traceFile := flag.String("trace-file", "", "write every span (reconciles, steps, observers) as JSON to this file; - for standard output")
@@ -66,6 +67,8 @@ func mainErr() error {
 		return errors.New("-audit-log needs -kubeconfig")
 	case *seeds < 0:
 		return fmt.Errorf("-seeds %d is negative", *seeds)
+	case opts.MaxBackoff < 0:
+		return fmt.Errorf("-max-backoff %v is negative", opts.MaxBackoff)
 	case *seeds > 0 && *metricsAddr != "":
 		return errors.New("-seeds and -metrics-addr do not go together: each run would register its metrics again")
 	}
@@ -122,8 +125,8 @@ func mainErr() error {
 		fmt.Printf("slowest operation   %v\n", b.Slowest)
 	}
 	if b := rep.Breakdown; b.Streak != nil {
-		fmt.Printf("longest retry run   %s of %s %s %s: %d failed attempts in a row, %s backoff\n", b.Streak.label(),
-			b.StreakOf.Kind, b.StreakOf.Key, b.StreakOf.Phase, b.Streak.InARow, seconds(b.Streak.Backoff))
+		fmt.Printf("longest retry run   %s of %s %s %s: %d failed attempts in a row, %s backoff; last error: %s\n", b.Streak.label(),
+			b.StreakOf.Kind, b.StreakOf.Key, b.StreakOf.Phase, b.Streak.InARow, seconds(b.Streak.Backoff), b.Streak.LastError)
 	}
 	fmt.Printf("invariants          ")
 	switch {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -26,9 +27,12 @@ type options struct {
 	Latency     time.Duration // latency of every infrastructure call
 	Seed        uint64
 	Timeout     time.Duration
-	Refresh     time.Duration // how often the table is drawn; zero draws only at the end
-	TTY         bool          // redraw the table in place
-	Registerer  prometheus.Registerer
+	// MaxBackoff caps the delay before a failed step is retried; zero
+	// means backoffPolls polls.
+	MaxBackoff time.Duration
+	Refresh    time.Duration // how often the table is drawn; zero draws only at the end
+	TTY        bool          // redraw the table in place
+	Registerer prometheus.Registerer
 	// TracerProvider receives the spans of the controllers and drivers.
 	TracerProvider trace.TracerProvider
 	// Kubeconfig, when set, runs the cluster on the Kubernetes cluster it
@@ -191,15 +195,15 @@ const backoffPolls = 10
 
 // platformConfig configures the platform of a run on st and w. It looks
 // again at what it waits for on the scale of the simulated cluster's delay,
-// or at a pace an API server bears, and caps its backoff at backoffPolls
-// polls.
+// or at a pace an API server bears, and caps its backoff at opts.MaxBackoff,
+// by default backoffPolls polls.
 func platformConfig(opts options, st store.Backend, w *world) platform.Config {
 	poll := min(max(opts.Delay/4, 5*time.Millisecond), 50*time.Millisecond)
 	if w.kube != nil {
 		poll = 100 * time.Millisecond // each look is a request to the API server
 	}
 	return platform.Config{Store: st, Cluster: w.cluster, Databases: w.sim, Poll: poll,
-		MaxBackoff: backoffPolls * poll, MetricsRegisterer: opts.Registerer, TracerProvider: opts.TracerProvider}
+		MaxBackoff: cmp.Or(opts.MaxBackoff, backoffPolls*poll), MetricsRegisterer: opts.Registerer, TracerProvider: opts.TracerProvider}
 }
 
 // script creates the gateways, starts them, stops one, restarts one and

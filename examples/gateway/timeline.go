@@ -49,6 +49,8 @@ type stepSpan struct {
 	// Backoff is how long its failed attempts were scheduled to wait before
 	// their retry: the backoff, as the driver recorded it in status.
 	Backoff time.Duration
+	// LastError is the error of its last failed attempt.
+	LastError string
 }
 
 func (s *stepSpan) label() string {
@@ -104,13 +106,14 @@ type opSeen struct {
 	ID, Phase string
 	Attempts  int
 	RetryAt   time.Time
+	LastError string
 }
 
 func opView[P comparable](op *sm.Operation[P]) *opSeen {
 	if op == nil {
 		return nil
 	}
-	return &opSeen{ID: op.ID, Phase: fmt.Sprint(op.Phase), Attempts: op.Attempts, RetryAt: op.RetryAt}
+	return &opSeen{ID: op.ID, Phase: fmt.Sprint(op.Phase), Attempts: op.Attempts, RetryAt: op.RetryAt, LastError: op.LastError}
 }
 
 // record takes in a status write of the document kind/key, seen at now: op
@@ -147,6 +150,7 @@ func (tl *timeline) record(kind, key string, op *opSeen, step string, now time.T
 		last.Failed++
 		last.InARow = max(last.InARow, op.Attempts)
 		last.Backoff += max(op.RetryAt.Sub(now), 0)
+		last.LastError = op.LastError
 	}
 	cur.attempts, cur.retryAt = op.Attempts, op.RetryAt
 }

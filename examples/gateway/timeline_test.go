@@ -130,6 +130,7 @@ func TestPlatformConfigCapsBackoff(t *testing.T) {
 		{"short delay", options{Delay: 40 * time.Millisecond}, &world{}, 10 * time.Millisecond, 100 * time.Millisecond},
 		{"no delay", options{}, &world{}, 5 * time.Millisecond, 50 * time.Millisecond},
 		{"cluster", options{Delay: 300 * time.Millisecond}, &world{kube: &infra.Kube{}}, 100 * time.Millisecond, time.Second},
+		{"chosen cap", options{Delay: 300 * time.Millisecond, MaxBackoff: 2 * time.Second}, &world{}, 50 * time.Millisecond, 2 * time.Second},
 	} {
 		cfg := platformConfig(tt.opts, nil, tt.w)
 		if cfg.Poll != tt.poll || cfg.MaxBackoff != tt.maxBackoff {

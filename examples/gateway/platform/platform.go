@@ -183,7 +183,8 @@ func New(cfg Config) (*Platform, error) {
 	}
 	// One schedule for everything that retries: failed steps (kept in the
 	// documents' status) and failed reconciles.
-	backoff, err := workqueue.NewExponentialLimiter[string](workqueue.ExponentialConfig{Max: cmp.Or(cfg.MaxBackoff, 2*time.Second)})
+	schedule := workqueue.ExponentialConfig{Max: cmp.Or(cfg.MaxBackoff, 2*time.Second)}
+	backoff, err := workqueue.NewExponentialLimiter[string](schedule)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
@@ -226,7 +227,7 @@ func New(cfg Config) (*Platform, error) {
 		return nil, fmt.Errorf("platform: %w", err)
 	}
 	newController := func(name string, r controller.Reconciler, sources ...controller.Source) (*controller.Controller, error) {
-		limiter, err := workqueue.NewExponentialLimiter[string](workqueue.ExponentialConfig{Max: cmp.Or(cfg.MaxBackoff, 2*time.Second)})
+		limiter, err := workqueue.NewExponentialLimiter[string](schedule)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 		}
