@@ -12,6 +12,12 @@
 //
 //	go run ./examples/gateway -kubeconfig ~/.kube/config -audit-log /var/log/kube-audit.log
 //
+// With -seeds it measures instead: it plays the scenario once per seed and
+// prints each time to converge, where it went, and the median, p90 and
+// maximum:
+//
+//	go run ./examples/gateway -seeds 30 -failure-rate 0.45
+//
 // See README.md beside this file.
 package main
 
@@ -48,14 +54,23 @@ func mainErr() error {
 	flag.DurationVar(&opts.Latency, "latency", time.Millisecond, "latency of every infrastructure call")
 	flag.Uint64Var(&opts.Seed, "seed", 1, "seed of the injected failures")
 	flag.DurationVar(&opts.Timeout, "timeout", 50*time.Second, "give up if the scenario has not converged by then")
+	flag.DurationVar(&opts.MaxBackoff, "max-backoff", 0, "cap the delay before a failed step is retried (default ten polls: 500ms at the default delay; the platform's own default is 2s)")
 	metricsAddr := flag.String("metrics-addr", "", "serve Prometheus metrics on this address (for example :9090)")
 	flag.StringVar(&opts.Kubeconfig, "kubeconfig", "", "run the cluster on the Kubernetes cluster this kubeconfig names (the databases stay simulated)")
 	traceFile := flag.String("trace-file", "", "write every span (reconciles, steps, observers) as JSON to this file; - for standard output")
 	traceOTLP := flag.Bool("trace-otlp", false, "export every span over OTLP/gRPC to $OTEL_EXPORTER_OTLP_ENDPOINT (default https://localhost:4317)")
 	flag.StringVar(&opts.AuditLog, "audit-log", "", "with -kubeconfig: the API server's audit log (JSON lines), to check the ordering rules on")
+	seeds := flag.Int("seeds", 0, "play the scenario once for each of this many seeds from -seed on, without the table, and print each time to converge, then the median, p90 and maximum")
 	flag.Parse()
-	if opts.AuditLog != "" && opts.Kubeconfig == "" {
+	switch {
+	case opts.AuditLog != "" && opts.Kubeconfig == "":
 		return errors.New("-audit-log needs -kubeconfig")
+	case *seeds < 0:
+		return fmt.Errorf("-seeds %d is negative", *seeds)
+	case opts.MaxBackoff < 0:
+		return fmt.Errorf("-max-backoff %v is negative", opts.MaxBackoff)
+	case *seeds > 0 && *metricsAddr != "":
+		return errors.New("-seeds and -metrics-addr do not go together: each run would register its metrics again")
 	}
 
 	fi, err := os.Stdout.Stat()
@@ -67,6 +82,9 @@ func mainErr() error {
 
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer cancel()
+	if *seeds > 0 {
+		return measure(ctx, opts, *seeds, os.Stdout)
+	}
 
 	if *metricsAddr != "" {
 		reg := prometheus.NewRegistry()
@@ -100,8 +118,16 @@ func mainErr() error {
 	fmt.Printf("documents settled   %d (gateways and runtime domains), %d gateways removed, %d documents left\n",
 		rep.Settled, rep.Removed, rep.Documents)
 	fmt.Printf("steps               %d run, %d retried after %d injected infrastructure failures\n", rep.Steps, rep.Retried, rep.Injected)
+	fmt.Printf("probes              %d run, %d failed (each run again after the poll interval)\n", rep.Probes, rep.ProbesFailed)
 	fmt.Printf("store writes        %d\n", rep.Writes)
-	fmt.Printf("time to converge    %v\n", rep.Elapsed.Round(time.Millisecond))
+	fmt.Printf("time to converge    %v (every gateway Started after %v)\n", rep.Elapsed.Round(time.Millisecond), rep.StartedAfter.Round(time.Millisecond))
+	if b := rep.Breakdown; b.Slowest != nil {
+		fmt.Printf("slowest operation   %v\n", b.Slowest)
+	}
+	if b := rep.Breakdown; b.Streak != nil {
+		fmt.Printf("longest retry run   %s of %s %s %s: %d failed attempts in a row, %s backoff; last error: %s\n", b.Streak.label(),
+			b.StreakOf.Kind, b.StreakOf.Key, b.StreakOf.Phase, b.Streak.InARow, seconds(b.Streak.Backoff), b.Streak.LastError)
+	}
 	fmt.Printf("invariants          ")
 	switch {
 	case len(rep.Violations) == 0 && rep.OrderUnchecked:

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -26,9 +27,12 @@ type options struct {
 	Latency     time.Duration // latency of every infrastructure call
 	Seed        uint64
 	Timeout     time.Duration
-	Refresh     time.Duration // how often the table is drawn; zero draws only at the end
-	TTY         bool          // redraw the table in place
-	Registerer  prometheus.Registerer
+	// MaxBackoff caps the delay before a failed step is retried; zero
+	// means backoffPolls polls.
+	MaxBackoff time.Duration
+	Refresh    time.Duration // how often the table is drawn; zero draws only at the end
+	TTY        bool          // redraw the table in place
+	Registerer prometheus.Registerer
 	// TracerProvider receives the spans of the controllers and drivers.
 	TracerProvider trace.TracerProvider
 	// Kubeconfig, when set, runs the cluster on the Kubernetes cluster it
@@ -47,9 +51,13 @@ type report struct {
 	Documents      int           // documents left in the store
 	Steps          int64         // step runs
 	Retried        int64         // failed step runs, each retried
+	Probes         int64         // probe runs (observations of conditions)
+	ProbesFailed   int64         // failed probe runs, each run again after the poll interval
 	Injected       int           // failures the simulated infrastructure injected
 	Writes         int64         // store writes
 	Elapsed        time.Duration // from the first create to convergence
+	StartedAfter   time.Duration // from the first create until every gateway was Started
+	Breakdown      breakdown     // where the time went
 	Violations     []error       // broken invariants
 	Converged      bool
 	OrderOps       int  // operations the ordering rules were checked on
@@ -91,12 +99,7 @@ func run(ctx context.Context, opts options, out io.Writer) (report, error) {
 	if err != nil {
 		return report{}, err
 	}
-	poll := min(max(opts.Delay/4, 5*time.Millisecond), 50*time.Millisecond)
-	if w.kube != nil {
-		poll = 100 * time.Millisecond // each look is a request to the API server
-	}
-	p, err := platform.New(platform.Config{Store: st, Cluster: w.cluster, Databases: w.sim,
-		Poll: poll, MetricsRegisterer: opts.Registerer, TracerProvider: opts.TracerProvider})
+	p, err := platform.New(platformConfig(opts, st, w))
 	if err != nil {
 		return report{}, err
 	}
@@ -120,6 +123,9 @@ func run(ctx context.Context, opts options, out io.Writer) (report, error) {
 	wg.Go(func() { runErr = p.Run(runCtx) })
 	inv := &invariants{p: p, w: w}
 	wg.Go(func() { inv.watch(runCtx, p.Collections().Gateways) })
+	tl := newTimeline()
+	var tlErr error
+	wg.Go(func() { tlErr = tl.watch(runCtx, p, gm, dm) })
 	d := &display{p: p, w: w, gm: gm, out: out, tty: opts.TTY, start: time.Now()}
 	if opts.Refresh > 0 {
 		wg.Go(func() { d.loop(runCtx, opts.Refresh) })
@@ -131,8 +137,11 @@ func run(ctx context.Context, opts options, out io.Writer) (report, error) {
 	wg.Wait()
 	d.draw(context.Background(), "final")
 	rep.Elapsed = time.Since(d.start)
+	rep.Breakdown = tl.breakdown(time.Now())
+	runErr = errors.Join(runErr, tlErr)
 	stats := p.Stats()
 	rep.Steps, rep.Retried, rep.Injected = stats.Steps, stats.Retried, w.sim.Stats().Failures
+	rep.Probes, rep.ProbesFailed = stats.Probes, stats.ProbesFailed
 	rep.Writes = revision(st)
 	rep.Documents = countDocuments(st)
 	rep.Violations = append(rep.Violations, inv.errors()...)
@@ -169,6 +178,32 @@ func run(ctx context.Context, opts options, out io.Writer) (report, error) {
 		}
 	}
 	return rep, errors.Join(err, runErr)
+}
+
+// backoffPolls is how many polls a failed step waits at most before its
+// retry: the cap of its backoff, which doubles from 5 ms up to it.
+//
+// The failures this demo injects are independent: a call that failed says
+// nothing of the next one, so a run of failed attempts is chance, not an
+// outage the backoff should spare. Yet at a high failure rate such runs are
+// long (a step that makes five calls fails two attempts in three), and each
+// attempt past the cap waits the whole cap. With the platform's default of
+// 2 s, that wait was nearly all of the slowest runs' time (README.md, "Where
+// the time goes"); ten polls, 500 ms by default, still space the retries out
+// a hundredfold from the first one.
+const backoffPolls = 10
+
+// platformConfig configures the platform of a run on st and w. It looks
+// again at what it waits for on the scale of the simulated cluster's delay,
+// or at a pace an API server bears, and caps its backoff at opts.MaxBackoff,
+// by default backoffPolls polls.
+func platformConfig(opts options, st store.Backend, w *world) platform.Config {
+	poll := min(max(opts.Delay/4, 5*time.Millisecond), 50*time.Millisecond)
+	if w.kube != nil {
+		poll = 100 * time.Millisecond // each look is a request to the API server
+	}
+	return platform.Config{Store: st, Cluster: w.cluster, Databases: w.sim, Poll: poll,
+		MaxBackoff: cmp.Or(opts.MaxBackoff, backoffPolls*poll), MetricsRegisterer: opts.Registerer, TracerProvider: opts.TracerProvider}
 }
 
 // script creates the gateways, starts them, stops one, restarts one and
@@ -212,6 +247,7 @@ func script(ctx context.Context, p *platform.Platform, w *world, gm *sm.Machine[
 			}
 		}
 	}
+	rep.StartedAfter = time.Since(d.start)
 	d.say("all %d gateways Started; added client apps", n)
 
 	for i, s := range want {

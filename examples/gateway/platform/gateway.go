@@ -260,17 +260,30 @@ func (p *Platform) deleteNamespace(ctx context.Context, gw *Gateway, _ string) (
 	return p.removeResources(ctx, configMapRef(gw.Key), namespaceRef(gw.Key))
 }
 
-// removeResources requests the deletion of refs and reports Done once all are
-// gone, Progressed while some are still Terminating.
+// removeResources requests the deletion of those of refs that exist and are
+// not Terminating yet, and reports Done once all are gone, Progressed while
+// some remain. It reads each ref before it deletes it, and does not ask
+// again for what is already being deleted: the step runs again every poll
+// while it waits, and an attempt succeeds only if each of its calls does, so
+// each call it makes without need makes it likelier to fail, and its
+// backoff to grow, for nothing (see README.md, "Where the time goes").
 func (p *Platform) removeResources(ctx context.Context, refs ...infra.Ref) (sm.Outcome, error) {
-	if err := deleteAll(ctx, p.cluster, refs...); err != nil {
-		return sm.Failed, err
+	left := false
+	for _, ref := range refs {
+		o, err := get(ctx, p.cluster, ref)
+		switch {
+		case errors.Is(err, infra.ErrNotFound):
+			continue
+		case err != nil:
+			return sm.Failed, err
+		case !o.Terminating:
+			if err := try(ctx, func() error { return p.cluster.Delete(ctx, ref) }); err != nil {
+				return sm.Failed, err
+			}
+		}
+		left = true
 	}
-	left, err := present(ctx, p.cluster, refs...)
-	switch {
-	case err != nil:
-		return sm.Failed, err
-	case left:
+	if left {
 		return sm.Progressed, nil
 	}
 	return sm.Done, nil

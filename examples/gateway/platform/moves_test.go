@@ -39,13 +39,20 @@ func (s *steps) count() int {
 	return len(s.ran)
 }
 
-// cycles counts the stop-then-start cycles in ran: each is a Stopping then a
-// Starting.
+// cycles counts the stop-then-start cycles in ran: each is a Stopping (one
+// or more calls of delete_instance, which reports progress until the
+// instance is gone) then a Starting.
 func cycles(ran []string) int {
-	n := 0
-	for i, s := range ran {
-		if s == StepDeleteInstance && slices.Contains(ran[i:], StepCreateInstance) {
-			n++
+	n, stopped := 0, false
+	for _, s := range ran {
+		switch s {
+		case StepDeleteInstance:
+			stopped = true
+		case StepCreateInstance:
+			if stopped {
+				n++
+			}
+			stopped = false
 		}
 	}
 	return n

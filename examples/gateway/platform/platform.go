@@ -92,6 +92,8 @@ type Platform struct {
 	domainController *controller.Controller
 	runs             atomic.Int64 // step runs
 	failed           atomic.Int64 // step runs that failed
+	probes           atomic.Int64 // probe runs
+	probesFailed     atomic.Int64 // probe runs that failed
 	// observe, when set (by tests, before Run), is called before and after
 	// every step run with the document's kind and key.
 	observe func(ev stepEvent)
@@ -104,16 +106,24 @@ type stepEvent struct {
 	Err             error
 }
 
-// Stats counts the steps a platform's controllers ran.
+// Stats counts the steps and probes a platform's controllers ran.
 type Stats struct {
 	// Steps counts every run of a step.
 	Steps int64
 	// Retried counts the runs that failed, each retried later with backoff.
 	Retried int64
+	// Probes counts every run of a probe: an observation of a condition a
+	// completion or a health check is judged from.
+	Probes int64
+	// ProbesFailed counts the probe runs that failed, each run again after
+	// Poll, as waiting would have (no backoff: waiting is made of reads).
+	ProbesFailed int64
 }
 
 // Stats returns the counts so far.
-func (p *Platform) Stats() Stats { return Stats{Steps: p.runs.Load(), Retried: p.failed.Load()} }
+func (p *Platform) Stats() Stats {
+	return Stats{Steps: p.runs.Load(), Retried: p.failed.Load(), Probes: p.probes.Load(), ProbesFailed: p.probesFailed.Load()}
+}
 
 // counted wraps every step so that p counts its runs and failures.
 func counted[Spec, Status any](p *Platform, steps map[string]controller.Step[Spec, Status]) map[string]controller.Step[Spec, Status] {
@@ -134,6 +144,21 @@ func counted[Spec, Status any](p *Platform, steps map[string]controller.Step[Spe
 		}
 	}
 	return steps
+}
+
+// countedProbes wraps every probe so that p counts its runs and failures.
+func countedProbes[Spec, Status any](p *Platform, probes map[string]controller.Observer[Spec, Status]) map[string]controller.Observer[Spec, Status] {
+	for name, probe := range probes {
+		probes[name] = func(ctx context.Context, obj *store.Object[Spec, Status]) (bool, string, error) {
+			ok, reason, err := probe(ctx, obj)
+			p.probes.Add(1)
+			if err != nil {
+				p.probesFailed.Add(1)
+			}
+			return ok, reason, err
+		}
+	}
+	return probes
 }
 
 // New builds the machines (a definition with a hole fails here, with an error
@@ -158,7 +183,8 @@ func New(cfg Config) (*Platform, error) {
 	}
 	// One schedule for everything that retries: failed steps (kept in the
 	// documents' status) and failed reconciles.
-	backoff, err := workqueue.NewExponentialLimiter[string](workqueue.ExponentialConfig{Max: cmp.Or(cfg.MaxBackoff, 2*time.Second)})
+	schedule := workqueue.ExponentialConfig{Max: cmp.Or(cfg.MaxBackoff, 2*time.Second)}
+	backoff, err := workqueue.NewExponentialLimiter[string](schedule)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
@@ -185,7 +211,7 @@ func New(cfg Config) (*Platform, error) {
 	p := &Platform{docs: docs, cluster: cfg.Cluster, dbs: cfg.Databases,
 		certLifetime: cmp.Or(cfg.CertificateLifetime, 90*24*time.Hour), renewBefore: cmp.Or(cfg.RenewBefore, 30*24*time.Hour)}
 	if p.domains, err = controller.NewDriver(docs.Domains, dm, controller.DriverConfig[DomainSpec, DomainStatus]{
-		Steps: counted(p, p.domainSteps()), Observers: p.domainObservers(), NewOperationID: cfg.NewOperationID,
+		Steps: counted(p, p.domainSteps()), Observers: countedProbes(p, p.domainObservers()), NewOperationID: cfg.NewOperationID,
 		WaitInterval: poll, ProgressInterval: poll, Backoff: backoff, MetricsRegisterer: cfg.MetricsRegisterer,
 		TracerProvider: cfg.TracerProvider,
 		Timers:         map[string]func(*Domain) time.Time{TimerRenewCertificate: p.renewCertificateAt},
@@ -193,7 +219,7 @@ func New(cfg Config) (*Platform, error) {
 		return nil, fmt.Errorf("platform: %w", err)
 	}
 	p.gatewayConfig = controller.DriverConfig[GatewaySpec, GatewayStatus]{
-		Steps: counted(p, p.gatewaySteps()), Observers: p.gatewayObservers(), NewOperationID: cfg.NewOperationID,
+		Steps: counted(p, p.gatewaySteps()), Observers: countedProbes(p, p.gatewayObservers()), NewOperationID: cfg.NewOperationID,
 		WaitInterval: poll, ProgressInterval: poll, Backoff: backoff, MetricsRegisterer: cfg.MetricsRegisterer,
 		TracerProvider: cfg.TracerProvider,
 	}
@@ -201,7 +227,7 @@ func New(cfg Config) (*Platform, error) {
 		return nil, fmt.Errorf("platform: %w", err)
 	}
 	newController := func(name string, r controller.Reconciler, sources ...controller.Source) (*controller.Controller, error) {
-		limiter, err := workqueue.NewExponentialLimiter[string](workqueue.ExponentialConfig{Max: cmp.Or(cfg.MaxBackoff, 2*time.Second)})
+		limiter, err := workqueue.NewExponentialLimiter[string](schedule)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 		}
