@@ -21,15 +21,7 @@ import (
 // runController runs c until the test ends, and fails the test if Run
 // returns an error.
 func runController(t *testing.T, c *controller.Controller) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("%s: Run: %v", c.Name(), err)
-		}
-	})
+	runControllerIn(t, context.Background(), c)
 }
 
 // TestDriverUnderController runs the driver in a controller with fake time:

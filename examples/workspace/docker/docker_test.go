@@ -235,17 +235,7 @@ func TestStorageJobIsolated(t *testing.T) {
 	id := dataplanetest.WorkspaceID()
 	st, in, _ := newBackends(t, cli, id)
 	img := image(t, cli)
-	if err := st.Provision(ctx, id); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(volumeFile(t, st, id, "a.txt"), []byte("a"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.Archive(ctx, id, "op1"); !errors.Is(err, dataplane.ErrJobRunning) {
-		t.Fatalf("first Archive: %v, want ErrJobRunning", err)
-	}
-	key := archive.Key(id, "op1")
-	name := dataplane.JobName(id, storagejob.Archive, key)
+	key, name := dataplanetest.StartArchiveJob(t, st, id, func(name string) string { return volumeFile(t, st, id, name) })
 	res, err := cli.ContainerInspect(ctx, name, client.ContainerInspectOptions{})
 	if err != nil {
 		t.Fatalf("the job's container: %v", err)

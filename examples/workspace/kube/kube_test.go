@@ -307,19 +307,8 @@ func TestStorageJobIsolated(t *testing.T) {
 		t.Fatal(err)
 	}
 	dataplanetest.Cleanup(t, id, in, st)
-	if err := st.Provision(ctx, id); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(volumeFile(t, st, id, "a.txt"), []byte("a"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-
 	// No job host runs yet: the job's Pod stays Running.
-	if _, err := st.Archive(ctx, id, "op1"); !errors.Is(err, dataplane.ErrJobRunning) {
-		t.Fatalf("first Archive: %v, want ErrJobRunning", err)
-	}
-	key := archive.Key(id, "op1")
-	name := dataplane.JobName(id, storagejob.Archive, key)
+	key, name := dataplanetest.StartArchiveJob(t, st, id, func(name string) string { return volumeFile(t, st, id, name) })
 	job, err := cs.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("the job: %v", err)

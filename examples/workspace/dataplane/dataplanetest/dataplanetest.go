@@ -16,6 +16,7 @@ import (
 	"github.com/tendhq/tend/controller"
 	"github.com/tendhq/tend/examples/workspace/archive"
 	"github.com/tendhq/tend/examples/workspace/dataplane"
+	"github.com/tendhq/tend/examples/workspace/storagejob"
 	"github.com/tendhq/tend/statemachine"
 	"github.com/tendhq/tend/store"
 	"github.com/tendhq/tend/workqueue"
@@ -213,6 +214,26 @@ func ArchiveTwice(t *testing.T, st dataplane.StorageProvider, id string, file fu
 		t.Fatalf("ArchiveReady = %v, %v", ok, err)
 	}
 	return key
+}
+
+// StartArchiveJob provisions workspace id's volume, writes a file into it
+// (file(name) locates it on this host) and asks for its archive under op1,
+// which must start the archive's storage job and report it running. It
+// returns the archive's key and the job's name.
+func StartArchiveJob(t *testing.T, st dataplane.StorageProvider, id string, file func(name string) string) (key, job string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := st.Provision(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file("a.txt"), []byte("a"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Archive(ctx, id, "op1"); !errors.Is(err, dataplane.ErrJobRunning) {
+		t.Fatalf("first Archive: %v, want ErrJobRunning", err)
+	}
+	key = archive.Key(id, "op1")
+	return key, dataplane.JobName(id, storagejob.Archive, key)
 }
 
 // RestoreTwice provisions workspace id's volume anew (its restore marker
