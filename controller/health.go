@@ -215,7 +215,11 @@ func (m *Manager) liveness(now time.Time) []check {
 		checks = append(checks, reconciles)
 	}
 	if m.mode != Single {
-		checks = append(checks, check{name: "leases", reason: m.leases.wedged(now, m.ttl)})
+		leases := check{name: "leases"}
+		if m.state.Load() != stateIdle {
+			leases.reason = m.leases.wedged(now, m.ttl)
+		}
+		checks = append(checks, leases)
 	}
 	return checks
 }

@@ -503,6 +503,33 @@ func TestLeadershipThreeReplicas(t *testing.T) {
 	})
 }
 
+// A lease call that waits for longer than the lease duration fails
+// liveness, as the manager's leases are wedged behind it.
+func TestLivenessHungLeaseCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFleet(t, 1, 0, false)
+		stall := make(chan struct{})
+		f.configure = func(_ string, cfg *controller.ManagerConfig) { cfg.Leaser.(*crashable).stall = stall }
+		r := f.start("a", controller.LeaderElection, func(string) string { return "leader" })
+		time.Sleep(3 * time.Second)
+		wantCheck(t, "after 3s", r.m.CheckLiveness(), nil, "", "")
+		time.Sleep(time.Second)
+		wantCheck(t, "after 4s", r.m.CheckLiveness(), controller.ErrNotLive, "leases", "a lease call has been waiting for 4s")
+		close(stall)
+		synctest.Wait()
+		wantCheck(t, "once the store answered", r.m.CheckLiveness(), nil, "", "")
+		// The lead taken by the call that waited 4s lapsed at once; the
+		// next attempt, a renew period later, keeps it.
+		time.Sleep(1500 * time.Millisecond)
+		if !r.m.IsLeader() {
+			t.Error("not leading once the store answers")
+		}
+		if err := r.stop(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
 func boolGauge(b bool) float64 {
 	if b {
 		return 1

@@ -27,6 +27,23 @@ type crashable struct {
 	cut atomic.Bool
 	// loseNext makes the next RenewLease report store.ErrLeaseLost.
 	loseNext atomic.Bool
+	// stall, when set before the replica starts, holds every lease call
+	// until it is closed or the call's context ends, as a store that stopped
+	// answering would.
+	stall chan struct{}
+}
+
+// wait holds a call while the store stalls.
+func (c *crashable) wait(ctx context.Context) error {
+	if c.stall == nil {
+		return nil
+	}
+	select {
+	case <-c.stall:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 var (
@@ -50,6 +67,9 @@ func (c *crashable) AcquireLease(ctx context.Context, name, holder string, ttl t
 	if c.cut.Load() {
 		return store.Lease{}, errUnreachable
 	}
+	if err := c.wait(ctx); err != nil {
+		return store.Lease{}, err
+	}
 	return c.Leaser.AcquireLease(ctx, name, holder, ttl)
 }
 
@@ -59,6 +79,9 @@ func (c *crashable) RenewLease(ctx context.Context, l store.Lease) (store.Lease,
 	}
 	if c.cut.Load() {
 		return store.Lease{}, errUnreachable
+	}
+	if err := c.wait(ctx); err != nil {
+		return store.Lease{}, err
 	}
 	if c.loseNext.CompareAndSwap(true, false) {
 		return store.Lease{}, fmt.Errorf("renew: %w", store.ErrLeaseLost)
@@ -82,6 +105,9 @@ func (c *crashable) ListLeases(ctx context.Context, prefix string) ([]store.Leas
 	}
 	if c.cut.Load() {
 		return nil, errUnreachable
+	}
+	if err := c.wait(ctx); err != nil {
+		return nil, err
 	}
 	return c.Leaser.ListLeases(ctx, prefix)
 }
