@@ -507,7 +507,7 @@ func TestLeadershipThreeReplicas(t *testing.T) {
 // liveness, as the manager's leases are wedged behind it.
 func TestLivenessHungLeaseCall(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := newFleet(t, 1, 0, false)
+		f := newFleet(t, 0, 0, false)
 		stall := make(chan struct{})
 		f.configure = func(_ string, cfg *controller.ManagerConfig) { cfg.Leaser.(*crashable).stall = stall }
 		r := f.start("a", controller.LeaderElection, func(string) string { return "leader" })
