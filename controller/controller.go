@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
@@ -71,6 +72,12 @@ type Config struct {
 	// MetricsRegisterer receives the controller's metrics, under
 	// controller-runtime's names, and its work queue's. Nil means no metrics.
 	MetricsRegisterer prometheus.Registerer
+
+	// TracerProvider receives a span for each reconcile ([SpanReconcile]),
+	// the parent of whatever the reconciler does with its context. Give the
+	// same provider to the [DriverConfig] of a driver for spans of its steps
+	// and observers. Nil means no spans, and none of their cost.
+	TracerProvider trace.TracerProvider
 }
 
 // Controller reconciles the keys its sources queue, with a pool of workers
@@ -85,7 +92,8 @@ type Controller struct {
 	grace     time.Duration
 	log       *zap.Logger // nil when logging is off
 	reg       prometheus.Registerer
-	metrics   *metrics // nil when metrics are off
+	metrics   *metrics     // nil when metrics are off
+	tracer    trace.Tracer // nil when tracing is off
 	idPrefix  string
 	idCounter atomic.Uint64
 	running   atomic.Bool
@@ -120,6 +128,7 @@ func New(cfg Config) (*Controller, error) {
 		timeout:  cfg.Timeout,
 		grace:    orDefault(cfg.ShutdownGracePeriod, DefaultShutdownGracePeriod),
 		reg:      cfg.MetricsRegisterer,
+		tracer:   newTracer(cfg.TracerProvider),
 		idPrefix: strconv.FormatUint(uint64(rand.Uint32()), 16) + "-",
 	}
 	if c.limiter == nil {
@@ -355,9 +364,24 @@ func (r *runner) reconcile(ctx context.Context, key string) {
 		}
 		defer done()
 	}
+	var id string
+	if c.log != nil || c.tracer != nil {
+		id = c.idPrefix + strconv.FormatUint(c.idCounter.Add(1), 10)
+	}
+	var span trace.Span // nil when tracing is off
+	if c.tracer != nil {
+		ctx, span = c.tracer.Start(ctx, SpanReconcile, trace.WithAttributes(
+			attrController.String(c.name), attrKey.String(key), attrReconcileID.String(id)))
+	}
 	log := c.log
 	if log != nil {
-		log = log.With(zap.String("key", key), zap.String("reconcileID", c.idPrefix+strconv.FormatUint(c.idCounter.Add(1), 10)))
+		if span != nil && span.SpanContext().IsValid() {
+			sc := span.SpanContext()
+			log = log.With(zap.String("key", key), zap.String("reconcileID", id),
+				zap.Stringer("traceID", sc.TraceID()), zap.Stringer("spanID", sc.SpanID()))
+		} else {
+			log = log.With(zap.String("key", key), zap.String("reconcileID", id))
+		}
 		ctx = context.WithValue(ctx, loggerKey{}, log)
 		if c.debug() != nil {
 			log.Debug("reconciling")
@@ -420,6 +444,9 @@ func (r *runner) reconcile(ctx context.Context, key string) {
 		}
 	}
 	c.metrics.record(o, elapsed, timedOut)
+	if span != nil {
+		endReconcileSpan(span, o, err)
+	}
 }
 
 // call runs the reconciler with the per-reconcile timeout and recovers a panic

@@ -24,7 +24,8 @@
 //     error.
 //
 // Each reconcile may be bounded by [Config.Timeout]. Its context carries a
-// logger with the controller, key and reconcile id ([LoggerFrom]).
+// logger with the controller, key and reconcile id ([LoggerFrom]) and, when
+// the controller traces, the reconcile's span.
 //
 // # Driving State/Phase machines
 //
@@ -131,5 +132,36 @@
 // exports leader_election_master_status (client-go's gauge),
 // tend_manager_owned_shards and tend_manager_lease_renew_failures_total, as
 // its mode calls for. With [Config.Logger] set a controller logs each failure
-// once, with the fields controller, key and reconcileID.
+// once, with the fields controller, key and reconcileID (and traceID and
+// spanID when it traces).
+//
+// # Tracing
+//
+// With [Config.TracerProvider] and [DriverConfig.TracerProvider] set (an
+// OpenTelemetry trace.TracerProvider, usually the same one), a controller and
+// its driver start spans from the tracer named [TracerName]. Nil means no
+// spans: the code that makes them is skipped. There is no global provider.
+//
+//   - [SpanReconcile] ("tend.reconcile"), one per reconcile, a child of the
+//     span in the context given to [Controller.Run] (a root when there is
+//     none), with tend.controller, tend.key, tend.reconcile.id (the
+//     reconcileID of the reconcile's logs) and, when it ends,
+//     tend.reconcile.result: success, requeue_after, error, terminal or
+//     panic. A failed reconcile's span has the status Error and the error
+//     recorded. A driver adds to it an event [EventPhaseChanged]
+//     ("tend.phase_changed", with tend.transition.from and
+//     tend.transition.to) for each phase change it writes.
+//   - [SpanStep] ("tend.step"), one per call of a step's action, a child of
+//     the span in the reconcile's context, with tend.kind, tend.key,
+//     tend.state (the intent served), tend.phase, tend.step.name,
+//     tend.operation.id, tend.step.attempt (1 for the first call, one more
+//     than the failures the operation recorded for the step) and, when it
+//     ends, tend.step.outcome: done, progressed, pending, failed or
+//     failed-terminal. A failed step's span has the status Error and the
+//     error recorded. The step's context carries its span, so the spans the
+//     step starts from it are its children.
+//   - [SpanObserve] ("tend.observe"), one per call of an observer, with
+//     tend.kind, tend.key, tend.phase, tend.condition.name and, when it ends,
+//     tend.condition.status and tend.condition.reason (when not empty), or
+//     the status Error.
 package controller

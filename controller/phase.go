@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
@@ -171,6 +172,14 @@ type DriverConfig[Spec, Status any] struct {
 	// (tend_phase_transitions_total and tend_phase_duration_seconds, with a
 	// kind label). Nil means no metrics.
 	MetricsRegisterer prometheus.Registerer
+
+	// TracerProvider receives a span for each call of a step ([SpanStep])
+	// and of an observer ([SpanObserve]), children of the span in the
+	// reconcile's context (the controller's [SpanReconcile] when its
+	// [Config.TracerProvider] is set too); a step's span is the parent of the
+	// spans the step starts from its context. Nil means no spans, and none of
+	// their cost.
+	TracerProvider trace.TracerProvider
 
 	// defects are faults planted by this package's tests, to prove that a
 	// harness catches them. Never set outside those tests.
@@ -359,6 +368,7 @@ func NewDriver[Spec HasIntent[S], Status any, PStatus interface {
 		progress:  cmp.Or(cfg.ProgressInterval, DefaultProgressInterval),
 		conflicts: cmp.Or(cfg.ConflictRetries, DefaultConflictRetries),
 		backoff:   cfg.Backoff,
+		tracing:   newDriverTracing(cfg.TracerProvider, c.Kind(), m),
 		defects:   cfg.defects,
 	}
 	if d.backoff == nil {
@@ -463,8 +473,9 @@ type phaseDriver[Spec HasIntent[S], Status any, PStatus interface {
 	progress  time.Duration
 	conflicts int
 	backoff   workqueue.Backoff
-	metrics   *phaseMetrics[S, P] // nil when metrics are off
-	defects   defect              // planted by tests only
+	metrics   *phaseMetrics[S, P]  // nil when metrics are off
+	tracing   *driverTracing[S, P] // nil when tracing is off
+	defects   defect               // planted by tests only
 
 	echoes // the driver's own writes, which its source does not queue
 }
@@ -670,7 +681,7 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) pass(ctx context.Context, log
 			return end(Result{}, err)
 		}
 		obj = written
-		d.report(log, obj.Key, intent, read, next, r.Now)
+		d.report(ctx, log, obj.Key, intent, read, next, r.Now)
 	}
 	d.metrics.observe(obj.Key, next.Target, next.Phase)
 
@@ -799,7 +810,7 @@ func until(now time.Time, d time.Duration, deadline time.Time) time.Duration {
 
 // report logs and counts what a status write changed: a phase change (with
 // the failure that caused it, if any) and a refusal that began.
-func (d *phaseDriver[Spec, Status, PStatus, S, P]) report(log *zap.Logger, key string, intent S, read, next statemachine.Status[S, P], now time.Time) {
+func (d *phaseDriver[Spec, Status, PStatus, S, P]) report(ctx context.Context, log *zap.Logger, key string, intent S, read, next statemachine.Status[S, P], now time.Time) {
 	if next.Refused != nil && (read.Refused == nil || *read.Refused != *next.Refused) {
 		d.metrics.refused(next.Phase)
 		if log != nil {
@@ -811,6 +822,9 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) report(log *zap.Logger, key s
 		return
 	}
 	d.metrics.transition(key, read.Phase, next.Phase, now)
+	if d.tracing != nil {
+		d.tracing.phaseChanged(ctx, read.Phase, next.Phase)
+	}
 	failed := next.Failure != nil && (read.Failure == nil || !read.Failure.At.Equal(next.Failure.At))
 	if failed {
 		d.metrics.failed(read.Phase, next.Failure.Cause) // the reconcile's error says why
@@ -837,7 +851,7 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) unknownIntent(ctx context.Con
 		}
 		return nil, passEnd, Result{}, err
 	}
-	d.report(log, obj.Key, intent, read, next, time.Now())
+	d.report(ctx, log, obj.Key, intent, read, next, time.Now())
 	return nil, passEnd, Result{}, Terminal(fmt.Errorf("%s %q: %w", d.c.Kind(), obj.Key, cause))
 }
 
@@ -900,11 +914,16 @@ var errStepTimeout = errors.New("controller: step timed out")
 
 // run calls the step dec names, within its phase's step timeout, and
 // classifies its result.
-func (d *phaseDriver[Spec, Status, PStatus, S, P]) run(ctx context.Context, obj *store.Object[Spec, Status], dec statemachine.Decision[S, P]) (statemachine.Outcome, error) {
+func (d *phaseDriver[Spec, Status, PStatus, S, P]) run(ctx context.Context, obj *store.Object[Spec, Status], dec statemachine.Decision[S, P]) (out statemachine.Outcome, err error) {
+	if d.tracing != nil {
+		var span trace.Span
+		ctx, span = d.tracing.startStep(ctx, obj.Key, dec)
+		defer func() { endStep(span, out, err) }()
+	}
 	ps := d.phases[dec.Phase]
 	stepCtx, cancel := context.WithTimeoutCause(ctx, ps.Bounds.StepTimeout, errStepTimeout)
 	defer cancel()
-	out, err := callStep(stepCtx, dec.Step, d.steps[dec.Step], obj, dec.Operation.ID)
+	out, err = callStep(stepCtx, dec.Step, d.steps[dec.Step], obj, dec.Operation.ID)
 	if ctx.Err() == nil && context.Cause(stepCtx) == errStepTimeout && out != statemachine.Done {
 		return statemachine.Failed, fmt.Errorf("step %s timed out after %v: %w", dec.Step, ps.Bounds.StepTimeout, cmp.Or(err, errStepTimeout))
 	}
@@ -936,13 +955,24 @@ func callStep[Spec, Status any](ctx context.Context, name string, step Step[Spec
 func (d *phaseDriver[Spec, Status, PStatus, S, P]) observe(ctx context.Context, obj *store.Object[Spec, Status], st statemachine.Status[S, P], reqs []statemachine.Require, now time.Time) (statemachine.Status[S, P], error) {
 	obs := make([]statemachine.Observation, 0, len(reqs))
 	for _, req := range reqs {
-		ok, reason, err := d.observers[req.Condition](ctx, obj)
+		ok, reason, err := d.callObserver(ctx, obj, st.Phase, req.Condition)
 		if err != nil {
 			return st, fmt.Errorf("%s %q: observing %s: %w", d.c.Kind(), obj.Key, req.Condition, err)
 		}
 		obs = append(obs, statemachine.Observation{Name: req.Condition, Status: ok, Reason: reason})
 	}
 	return st.Observe(now, obs...), nil
+}
+
+// callObserver calls the observer of condition, in a span when tracing is
+// on.
+func (d *phaseDriver[Spec, Status, PStatus, S, P]) callObserver(ctx context.Context, obj *store.Object[Spec, Status], phase P, condition string) (ok bool, reason string, err error) {
+	if d.tracing != nil {
+		var span trace.Span
+		ctx, span = d.tracing.startObserve(ctx, obj.Key, phase, condition)
+		defer func() { endObserve(span, ok, reason, err) }()
+	}
+	return d.observers[condition](ctx, obj)
 }
 
 // remove ends the life of a document settled in the final pair: it deletes

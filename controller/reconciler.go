@@ -15,11 +15,12 @@ import (
 type Reconciler interface {
 	// Reconcile is called with one key at a time: the same key is never
 	// reconciled by two workers at once. The returned Result and error decide
-	// what happens next (see [Result]). ctx carries the per-reconcile timeout,
-	// a logger (see [LoggerFrom]) and, under a [Manager] that elects a leader
-	// or shards keys, the fence of the lease that entitles this replica to the
-	// key (see store.WithFence); it is cancelled when that lease is lost or a
-	// graceful shutdown runs out of time.
+	// what happens next (see [Result]). ctx carries the per-reconcile
+	// timeout, a logger (see [LoggerFrom]), the reconcile's span when the
+	// controller traces ([Config.TracerProvider]) and, under a [Manager] that
+	// elects a leader or shards keys, the fence of the lease that entitles
+	// this replica to the key (see store.WithFence); it is cancelled when
+	// that lease is lost or a graceful shutdown runs out of time.
 	Reconcile(ctx context.Context, key string) (Result, error)
 }
 
@@ -101,7 +102,8 @@ type loggerKey struct{}
 
 // LoggerFrom returns the logger of the reconcile that ctx was handed to: the
 // controller's [Config.Logger] with the fields controller, key and
-// reconcileID. It returns a no-op logger when the controller has no logger or
+// reconcileID, and traceID and spanID (the reconcile's span) when the
+// controller traces. It returns a no-op logger when the controller has no logger or
 // ctx does not come from a reconcile.
 func LoggerFrom(ctx context.Context) *zap.Logger {
 	if l, ok := ctx.Value(loggerKey{}).(*zap.Logger); ok {

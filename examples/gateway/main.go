@@ -50,6 +50,8 @@ func mainErr() error {
 	flag.DurationVar(&opts.Timeout, "timeout", 50*time.Second, "give up if the scenario has not converged by then")
 	metricsAddr := flag.String("metrics-addr", "", "serve Prometheus metrics on this address (for example :9090)")
 	flag.StringVar(&opts.Kubeconfig, "kubeconfig", "", "run the cluster on the Kubernetes cluster this kubeconfig names (the databases stay simulated)")
+	traceFile := flag.String("trace-file", "", "write every span (reconciles, steps, observers) as JSON to this file; - for standard output")
+	traceOTLP := flag.Bool("trace-otlp", false, "export every span over OTLP/gRPC to $OTEL_EXPORTER_OTLP_ENDPOINT (default https://localhost:4317)")
 	flag.StringVar(&opts.AuditLog, "audit-log", "", "with -kubeconfig: the API server's audit log (JSON lines), to check the ordering rules on")
 	flag.Parse()
 	if opts.AuditLog != "" && opts.Kubeconfig == "" {
@@ -78,6 +80,19 @@ func mainErr() error {
 		go func() { _ = srv.Serve(ln) }()
 		defer srv.Close()
 		fmt.Printf("metrics on http://%s/metrics\n", ln.Addr())
+	}
+
+	if *traceFile != "" || *traceOTLP {
+		tp, shutdown, err := newTracerProvider(ctx, *traceFile, *traceOTLP)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if err := shutdown(); err != nil {
+				fmt.Fprintln(os.Stderr, "gateway: exporting spans:", err)
+			}
+		}()
+		opts.TracerProvider = tp
 	}
 
 	rep, err := run(ctx, opts, os.Stdout)

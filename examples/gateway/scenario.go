@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tendhq/tend/backends/memory"
 	"github.com/tendhq/tend/examples/gateway/platform"
@@ -28,6 +29,8 @@ type options struct {
 	Refresh     time.Duration // how often the table is drawn; zero draws only at the end
 	TTY         bool          // redraw the table in place
 	Registerer  prometheus.Registerer
+	// TracerProvider receives the spans of the controllers and drivers.
+	TracerProvider trace.TracerProvider
 	// Kubeconfig, when set, runs the cluster on the Kubernetes cluster it
 	// names instead of the simulation; the databases stay simulated. Every
 	// gateway is deleted at the end, so that the run leaves nothing behind.
@@ -93,7 +96,7 @@ func run(ctx context.Context, opts options, out io.Writer) (report, error) {
 		poll = 100 * time.Millisecond // each look is a request to the API server
 	}
 	p, err := platform.New(platform.Config{Store: st, Cluster: w.cluster, Databases: w.sim,
-		Poll: poll, MetricsRegisterer: opts.Registerer})
+		Poll: poll, MetricsRegisterer: opts.Registerer, TracerProvider: opts.TracerProvider})
 	if err != nil {
 		return report{}, err
 	}

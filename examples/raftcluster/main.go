@@ -14,9 +14,12 @@
 //
 // The documents live in a memory store by default. With -store kube they are
 // custom resources in a Kubernetes API server, and the member configuration
-// a ConfigMap; the members still run on this machine:
+// a ConfigMap; with -store postgres they are rows of a PostgreSQL schema,
+// the member configuration a document beside them. The members still run on
+// this machine:
 //
 //	go run ./examples/raftcluster -store kube -kubeconfig PATH [-namespace NS]
+//	go run ./examples/raftcluster -store postgres -postgres-url URL [-postgres-schema S]
 package main
 
 import (
@@ -37,6 +40,7 @@ import (
 
 	"github.com/tendhq/tend/backends/kube"
 	"github.com/tendhq/tend/backends/memory"
+	"github.com/tendhq/tend/backends/postgres"
 	"github.com/tendhq/tend/examples/raftcluster/configmap"
 	"github.com/tendhq/tend/examples/raftcluster/etcdproc"
 	"github.com/tendhq/tend/examples/raftcluster/operator"
@@ -53,9 +57,11 @@ func main() {
 	var o options
 	flag.BoolVar(&o.keep, "keep", false, "keep the data directory and member logs")
 	flag.DurationVar(&o.timeout, "step-timeout", 60*time.Second, "how long one step may take")
-	flag.StringVar(&o.store, "store", "memory", "where the documents live: memory, or kube (a Kubernetes API server)")
+	flag.StringVar(&o.store, "store", "memory", "where the documents live: memory, kube (a Kubernetes API server) or postgres")
 	flag.StringVar(&o.kubeconfig, "kubeconfig", "", "the kubeconfig of the API server, for -store kube")
 	flag.StringVar(&o.namespace, "namespace", "default", "the namespace of the documents and the ConfigMap, for -store kube; it must exist")
+	flag.StringVar(&o.postgresURL, "postgres-url", "", "the PostgreSQL server's connection string, for -store postgres")
+	flag.StringVar(&o.postgresSchema, "postgres-schema", "raftcluster", "the schema of the documents, for -store postgres; created when missing")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -72,6 +78,9 @@ type options struct {
 	store      string
 	kubeconfig string
 	namespace  string
+
+	postgresURL    string
+	postgresSchema string
 }
 
 // demo is the running demonstration: the operator, its members and the
@@ -90,10 +99,11 @@ type demo struct {
 }
 
 func run(ctx context.Context, o options) error {
-	b, mc, err := openStore(ctx, o)
+	b, mc, closeStore, err := openStore(ctx, o)
 	if err != nil {
 		return err
 	}
+	defer closeStore()
 	dir, err := os.MkdirTemp("", "raftcluster-")
 	if err != nil {
 		return err
@@ -154,43 +164,60 @@ func run(ctx context.Context, o options) error {
 }
 
 // openStore returns the store the options name, holding the operator's
-// kinds, and the member configuration that goes with it.
-func openStore(ctx context.Context, o options) (store.Backend, operator.MemberConfig, error) {
+// kinds, the member configuration that goes with it, and a function that
+// closes the store.
+func openStore(ctx context.Context, o options) (store.Backend, operator.MemberConfig, func(), error) {
+	kinds := []string{operator.KindCluster, operator.KindMember, operator.KindMemberConfig}
 	switch o.store {
 	case "memory":
-		b, err := memory.New(memory.Config{Kinds: []string{operator.KindCluster, operator.KindMember, operator.KindMemberConfig}})
+		b, err := memory.New(memory.Config{Kinds: kinds})
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		mc, err := operator.NewDocumentMemberConfig(b)
-		return b, mc, err
+		return b, mc, func() {}, err
+	case "postgres":
+		if o.postgresURL == "" {
+			return nil, nil, nil, errors.New("-store postgres needs -postgres-url")
+		}
+		b, err := postgres.New(ctx, postgres.Config{URL: o.postgresURL, Schema: o.postgresSchema, Kinds: kinds})
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		mc, err := operator.NewDocumentMemberConfig(b)
+		if err != nil {
+			b.Close()
+			return nil, nil, nil, err
+		}
+		fmt.Printf("documents and member configuration: schema %s of PostgreSQL\n", o.postgresSchema)
+		return b, mc, b.Close, nil
 	case "kube":
 		if o.kubeconfig == "" {
-			return nil, nil, errors.New("-store kube needs -kubeconfig")
+			return nil, nil, nil, errors.New("-store kube needs -kubeconfig")
 		}
 		rest, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		rest.QPS, rest.Burst = 100, 200
 		b, err := kube.New(kube.Config{REST: rest, Kinds: []string{operator.KindCluster, operator.KindMember}, Namespace: o.namespace})
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		ictx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
 		if err := b.Install(ictx); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		mc, err := configmap.New(configmap.Config{REST: rest, Namespace: o.namespace})
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		fmt.Printf("documents: custom resources in namespace %s; member configuration: ConfigMap %s/%s\n",
 			o.namespace, o.namespace, configmap.Name(clusterKey))
-		return b, mc, nil
+		return b, mc, func() {}, nil
 	}
-	return nil, nil, fmt.Errorf("-store %q: want memory or kube", o.store)
+	return nil, nil, nil, fmt.Errorf("-store %q: want memory, kube or postgres", o.store)
 }
 
 // teardown deletes the cluster and its members, as a user would: the

@@ -20,17 +20,28 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/tendhq/tend/examples/workspace/kube"
-	"github.com/tendhq/tend/examples/workspace/objstore"
 )
 
-// runCluster runs the scenario on the cluster of kubeconfig: the
-// containers as Pods running image and the volumes as claims in a
+// clusterOptions say which cluster runs the scenario, and how.
+type clusterOptions struct {
+	kubeconfig string // the cluster's kubeconfig
+	image      string // the workspaces' image
+	jobImage   string // the storage Jobs' image
+	jobsHere   bool   // run the storage Jobs' Pods in this process (kube.JobHost)
+}
+
+// credentialsSecret names the Secret the storage Jobs take the object
+// storage's credentials from.
+const credentialsSecret = "object-storage"
+
+// runCluster runs the scenario on the cluster of c: the containers as Pods
+// running c.image, the volumes as claims and the storage jobs as Jobs, in a
 // namespace of its own, which it creates and deletes, with the volumes'
-// directories under dir on this host.
-func runCluster(ctx context.Context, kubeconfig, image, dir string, objects objstore.Store, out io.Writer) (err error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+// directories under dir on this host and the archives in a.
+func runCluster(ctx context.Context, c clusterOptions, dir string, a archives, out io.Writer) (err error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
 	if err != nil {
-		return fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
+		return fmt.Errorf("kubeconfig %s: %w", c.kubeconfig, err)
 	}
 	var conns connections
 	cfg.Dial = conns.dial
@@ -44,19 +55,35 @@ func runCluster(ctx context.Context, kubeconfig, image, dir string, objects objs
 		return err
 	}
 	fmt.Fprintf(out, "workspaces in namespace %s of %s\n", ns, cfg.Host)
-	objects, err = defaultObjects(dir, objects)
-	if err != nil {
+	if a, err = a.in(dir); err != nil {
 		return err
 	}
-	storage, err := kube.NewStorage(kube.StorageConfig{
-		REST: cfg, Namespace: ns, BaseDir: filepath.Join(dir, "volumes"), Objects: objects, Scratch: filepath.Join(dir, "jobs"),
-	})
+	sc := kube.StorageConfig{REST: cfg, Namespace: ns, BaseDir: filepath.Join(dir, "volumes"), Objects: a.objects, JobImage: c.jobImage}
+	if vars := a.creds.Vars(); len(vars) > 0 {
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: credentialsSecret}, StringData: vars}
+		if _, err := cs.CoreV1().Secrets(ns).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("create secret %s/%s: %w", ns, credentialsSecret, err)
+		}
+		sc.CredentialsSecret = credentialsSecret
+	}
+	storage, err := kube.NewStorage(sc)
 	if err != nil {
 		return err
 	}
 	instances, err := kube.NewInstances(kube.InstancesConfig{REST: cfg, Namespace: ns})
 	if err != nil {
 		return err
+	}
+	if c.jobsHere {
+		host, err := kube.NewJobHost(kube.JobHostConfig{REST: cfg, Namespace: ns, Scratch: dir})
+		if err != nil {
+			return err
+		}
+		hostCtx, stopHost := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		wg.Go(func() { _ = host.Run(hostCtx) })
+		defer wg.Wait()
+		defer stopHost()
 	}
 	defer func() {
 		// What a failed scenario left, then the namespace; volumes are not
@@ -72,7 +99,7 @@ func runCluster(ctx context.Context, kubeconfig, image, dir string, objects objs
 			fmt.Fprintf(out, "namespace %s deleted\n", ns)
 		}
 	}()
-	return play(ctx, world{instances: instances, storage: storage, home: volumeHomes{storage}, image: image}, objects, out)
+	return play(ctx, world{instances: instances, storage: storage, home: volumeHomes{storage}, image: c.image}, a.objects, out)
 }
 
 // newNamespace creates a namespace for one run and waits for its default

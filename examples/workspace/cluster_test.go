@@ -18,8 +18,11 @@ import (
 )
 
 // TestScenarioCluster runs the demo's scenario with -kubeconfig on the
-// cluster scripts/test.sh starts: Pods and claims in a namespace of the
-// run's own, which it deletes, with no volume left behind.
+// cluster scripts/test.sh starts: Pods, claims and storage Jobs (their Pods
+// run in the test process) in a namespace of the run's own, which it
+// deletes, with no volume left behind; the archives in a directory, and in
+// a bucket of the S3 server scripts/test.sh starts, whose keys the Jobs take
+// from a Secret.
 func TestScenarioCluster(t *testing.T) {
 	path := os.Getenv("TEND_KUBECONFIG")
 	if path == "" {
@@ -28,10 +31,23 @@ func TestScenarioCluster(t *testing.T) {
 		}
 		t.Skip("TEND_KUBECONFIG is not set: run make test, which starts a Kubernetes cluster")
 	}
+	for _, tc := range []struct {
+		name     string
+		archives func(t *testing.T) archives
+	}{
+		{"Dir", func(*testing.T) archives { return archives{} }},
+		{"S3", s3Archives},
+	} {
+		t.Run(tc.name, func(t *testing.T) { scenarioCluster(t, path, tc.archives(t)) })
+	}
+}
+
+func scenarioCluster(t *testing.T, path string, a archives) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var out bytes.Buffer
-	if err := runCluster(ctx, path, "workspace:latest", t.TempDir(), nil, &out); err != nil {
+	if err := runCluster(ctx, clusterOptions{kubeconfig: path, image: "workspace:latest", jobImage: "storage-job:latest", jobsHere: true},
+		t.TempDir(), a, &out); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	for _, want := range []string{"survived the archive and the restore", "alice    removed from the store", "deleted [alice/"} {

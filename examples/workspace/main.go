@@ -14,11 +14,16 @@
 //
 //	go run ./examples/workspace -s3-endpoint http://127.0.0.1:7070
 //
-// With -kubeconfig the containers are Pods and the volumes
-// PersistentVolumeClaims bound to host-path PersistentVolumes of the cluster
-// the kubeconfig names (package kube), in a namespace the scenario creates
-// and deletes; the volumes' directories must be on this host, as on the
-// cluster make test starts, where kwok plays the nodes:
+// Each archive and restore is a storage job (package storagejob): a child
+// process here, which takes the archive's URL and the object storage's keys
+// and nothing else.
+//
+// With -kubeconfig the containers are Pods, the volumes
+// PersistentVolumeClaims bound to host-path PersistentVolumes and the
+// storage jobs Jobs of the cluster the kubeconfig names (package kube), in a
+// namespace the scenario creates and deletes; the volumes' directories must
+// be on this host, as on the cluster make test starts, where kwok plays the
+// nodes and this process runs the Jobs' Pods (-jobs-here):
 //
 //	go run ./examples/workspace -kubeconfig "$TEND_KUBECONFIG"
 //
@@ -39,6 +44,7 @@ import (
 
 	"github.com/tendhq/tend/examples/workspace/local"
 	"github.com/tendhq/tend/examples/workspace/objstore"
+	"github.com/tendhq/tend/examples/workspace/storagejob"
 )
 
 func main() {
@@ -48,8 +54,11 @@ func main() {
 	s3Endpoint := flag.String("s3-endpoint", "", "keep the archives on this S3-compatible server (http://host:port) instead of in a directory; keys from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
 	s3Bucket := flag.String("s3-bucket", "", "the bucket for -s3-endpoint, created when missing; it must hold no objects, as the scenario checks that it leaves none (default: a new bucket per run)")
 	s3Region := flag.String("s3-region", "", "the region for -s3-endpoint (default us-east-1)")
-	kubeconfig := flag.String("kubeconfig", "", "run the containers as Pods and the volumes as PersistentVolumeClaims of this cluster, whose nodes see this host's directories (as kwok's do), in a namespace created for the run")
-	image := flag.String("image", "workspace:latest", "the containers' image with -kubeconfig: on a cluster with kubelets, the workspace server's (examples/workspace/docker/server) from a registry it can pull")
+	var cluster clusterOptions
+	flag.StringVar(&cluster.kubeconfig, "kubeconfig", "", "run the containers as Pods, the volumes as PersistentVolumeClaims and the storage jobs as Jobs of this cluster, whose nodes see this host's directories (as kwok's do), in a namespace created for the run")
+	flag.StringVar(&cluster.image, "image", "workspace:latest", "the containers' image with -kubeconfig: on a cluster with kubelets, the workspace server's (examples/workspace/docker/server) from a registry it can pull")
+	flag.StringVar(&cluster.jobImage, "job-image", "storage-job:latest", "the storage Jobs' image with -kubeconfig: on a cluster with kubelets, a build of examples/workspace/cmd/storage-job it can pull")
+	flag.BoolVar(&cluster.jobsHere, "jobs-here", true, "with -kubeconfig: run the storage Jobs' Pods in this process, as a cluster without kubelets (kwok) needs; false on a cluster whose kubelets run -job-image")
 	flag.Parse()
 
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -57,15 +66,15 @@ func main() {
 	ctx, cancelTimeout := context.WithTimeout(ctx, *timeout)
 	defer cancelTimeout()
 
-	var objects objstore.Store // nil: a directory in the scenario's directory
+	var a archives // zero: a directory in the scenario's directory
 	if *s3Endpoint != "" {
-		s3, err := openS3(ctx, *s3Endpoint, *s3Bucket, *s3Region)
+		s3, creds, err := openS3(ctx, *s3Endpoint, *s3Bucket, *s3Region)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "workspace:", err)
 			os.Exit(1)
 		}
 		defer s3.Close()
-		objects = s3
+		a = archives{objects: s3, creds: creds}
 	}
 	dir, err := os.MkdirTemp("", "tend-workspace-")
 	if err != nil {
@@ -78,9 +87,9 @@ func main() {
 		defer os.RemoveAll(dir)
 	}
 	start := time.Now()
-	runScenario := func() error { return run(ctx, dir, objects, os.Stdout) }
-	if *kubeconfig != "" {
-		runScenario = func() error { return runCluster(ctx, *kubeconfig, *image, dir, objects, os.Stdout) }
+	runScenario := func() error { return run(ctx, dir, a, os.Stdout) }
+	if cluster.kubeconfig != "" {
+		runScenario = func() error { return runCluster(ctx, cluster, dir, a, os.Stdout) }
 	}
 	if err := runScenario(); err != nil {
 		fmt.Fprintln(os.Stderr, "workspace: scenario failed:", err)
@@ -93,23 +102,27 @@ func main() {
 	fmt.Printf("\nscenario passed in %v\n", time.Since(start).Round(time.Millisecond))
 }
 
-// openS3 opens the bucket of -s3-endpoint, a new one when bucket is empty.
-func openS3(ctx context.Context, endpoint, bucket, region string) (*objstore.S3, error) {
+// openS3 opens the bucket of -s3-endpoint, a new one when bucket is empty,
+// and returns it with the credentials that reach it: the endpoint, region
+// and the keys in AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY.
+func openS3(ctx context.Context, endpoint, bucket, region string) (*objstore.S3, storagejob.Credentials, error) {
 	if bucket == "" {
 		var b [6]byte
 		_, _ = rand.Read(b[:])
 		bucket = "tend-workspace-" + hex.EncodeToString(b[:])
 	}
+	creds := storagejob.Credentials{Endpoint: endpoint, AccessKey: os.Getenv(storagejob.EnvAccessKey),
+		SecretKey: os.Getenv(storagejob.EnvSecretKey), Region: region}
 	s3, err := objstore.NewS3(ctx, objstore.S3Config{
-		Endpoint:     endpoint,
+		Endpoint:     creds.Endpoint,
 		Bucket:       bucket,
-		AccessKey:    os.Getenv("AWS_ACCESS_KEY_ID"),
-		SecretKey:    os.Getenv("AWS_SECRET_ACCESS_KEY"),
-		Region:       region,
+		AccessKey:    creds.AccessKey,
+		SecretKey:    creds.SecretKey,
+		Region:       creds.Region,
 		CreateBucket: true,
 	})
 	if err == nil {
 		fmt.Printf("archives in bucket %s at %s\n", bucket, endpoint)
 	}
-	return s3, err
+	return s3, creds, err
 }

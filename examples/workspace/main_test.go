@@ -13,7 +13,6 @@ import (
 	"github.com/tendhq/tend/examples/internal/generated"
 	"github.com/tendhq/tend/examples/workspace/dataplane"
 	"github.com/tendhq/tend/examples/workspace/local"
-	"github.com/tendhq/tend/examples/workspace/objstore"
 	"github.com/tendhq/tend/examples/workspace/objstore/objstoretest"
 )
 
@@ -39,17 +38,17 @@ func TestREADMEDiagram(t *testing.T) {
 // directory and in a bucket of the S3 server scripts/test.sh starts.
 func TestScenario(t *testing.T) {
 	for _, tc := range []struct {
-		name    string
-		objects func(t *testing.T) objstore.Store // nil: the directory default
+		name     string
+		archives func(t *testing.T) archives
 	}{
-		{"Dir", func(*testing.T) objstore.Store { return nil }},
-		{"S3", func(t *testing.T) objstore.Store { return objstoretest.S3(t) }},
+		{"Dir", func(*testing.T) archives { return archives{} }},
+		{"S3", s3Archives},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 			defer cancel()
 			var out bytes.Buffer
-			if err := run(ctx, t.TempDir(), tc.objects(t), &out); err != nil {
+			if err := run(ctx, t.TempDir(), tc.archives(t), &out); err != nil {
 				t.Fatalf("%v\n%s", err, out.String())
 			}
 			for _, want := range []string{"survived the archive and the restore", "alice    removed from the store", "deleted [alice/"} {
@@ -59,4 +58,10 @@ func TestScenario(t *testing.T) {
 			}
 		})
 	}
+}
+
+// s3Archives keeps the archives in a fresh bucket of the S3 server
+// scripts/test.sh starts.
+func s3Archives(t *testing.T) archives {
+	return archives{objects: objstoretest.S3(t), creds: objstoretest.S3Credentials()}
 }

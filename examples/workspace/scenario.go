@@ -18,6 +18,7 @@ import (
 	"github.com/tendhq/tend/examples/workspace/gc"
 	"github.com/tendhq/tend/examples/workspace/local"
 	"github.com/tendhq/tend/examples/workspace/objstore"
+	"github.com/tendhq/tend/examples/workspace/storagejob"
 	"github.com/tendhq/tend/store"
 )
 
@@ -134,32 +135,43 @@ type home interface {
 	get(ctx context.Context, id, file string) (string, error)
 }
 
+// archives is where the scenario keeps its archives: an object store, and
+// what its storage jobs reach it with.
+type archives struct {
+	// objects holds the archives; nil means a directory in the scenario's
+	// directory.
+	objects objstore.Addressable
+	// creds reach an S3 bucket's server from a storage job.
+	creds storagejob.Credentials
+}
+
+// in returns a, or when it names no store a directory store under dir.
+func (a archives) in(dir string) (archives, error) {
+	if a.objects != nil {
+		return a, nil
+	}
+	d, err := objstore.NewDir(filepath.Join(dir, "objects"))
+	return archives{objects: d}, err
+}
+
 // run runs the scenario on the embedded default in dir, with the archives
-// in objects; nil means a directory under dir.
-func run(ctx context.Context, dir string, objects objstore.Store, out io.Writer) error {
-	objects, err := defaultObjects(dir, objects)
+// in a; each archive and restore is a child process.
+func run(ctx context.Context, dir string, a archives, out io.Writer) error {
+	a, err := a.in(dir)
 	if err != nil {
 		return err
 	}
-	storage, err := local.NewStorage(local.StorageConfig{Dir: dir, Objects: objects})
+	storage, err := local.NewStorage(local.StorageConfig{Dir: dir, Objects: a.objects, Credentials: a.creds})
 	if err != nil {
 		return err
 	}
+	defer storage.Close()
 	instances, err := local.NewInstances(local.InstancesConfig{Dir: filepath.Join(dir, "run"), Volume: storage.VolumeDir})
 	if err != nil {
 		return err
 	}
 	defer instances.Close()
-	return play(ctx, world{instances: instances, storage: storage, home: containerHomes{instances}, image: "workspace:latest"}, objects, out)
-}
-
-// defaultObjects returns objects, or when it is nil a directory store under
-// dir.
-func defaultObjects(dir string, objects objstore.Store) (objstore.Store, error) {
-	if objects != nil {
-		return objects, nil
-	}
-	return objstore.NewDir(filepath.Join(dir, "objects"))
+	return play(ctx, world{instances: instances, storage: storage, home: containerHomes{instances}, image: "workspace:latest"}, a.objects, out)
 }
 
 // play runs the scenario's controller and board in w until the scenario

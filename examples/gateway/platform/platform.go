@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/tendhq/tend/controller"
@@ -61,6 +62,9 @@ type Config struct {
 	// MetricsRegisterer receives the controllers', work queues' and phase
 	// metrics. Nil means none.
 	MetricsRegisterer prometheus.Registerer
+	// TracerProvider receives the spans of the controllers' reconciles and
+	// of the drivers' steps and observers. Nil means none.
+	TracerProvider trace.TracerProvider
 }
 
 // Controller names, in logs and metrics.
@@ -183,13 +187,15 @@ func New(cfg Config) (*Platform, error) {
 	if p.domains, err = controller.NewDriver(docs.Domains, dm, controller.DriverConfig[DomainSpec, DomainStatus]{
 		Steps: counted(p, p.domainSteps()), Observers: p.domainObservers(), NewOperationID: cfg.NewOperationID,
 		WaitInterval: poll, ProgressInterval: poll, Backoff: backoff, MetricsRegisterer: cfg.MetricsRegisterer,
-		Timers: map[string]func(*Domain) time.Time{TimerRenewCertificate: p.renewCertificateAt},
+		TracerProvider: cfg.TracerProvider,
+		Timers:         map[string]func(*Domain) time.Time{TimerRenewCertificate: p.renewCertificateAt},
 	}); err != nil {
 		return nil, fmt.Errorf("platform: %w", err)
 	}
 	p.gatewayConfig = controller.DriverConfig[GatewaySpec, GatewayStatus]{
 		Steps: counted(p, p.gatewaySteps()), Observers: p.gatewayObservers(), NewOperationID: cfg.NewOperationID,
 		WaitInterval: poll, ProgressInterval: poll, Backoff: backoff, MetricsRegisterer: cfg.MetricsRegisterer,
+		TracerProvider: cfg.TracerProvider,
 	}
 	if p.gateways, err = controller.NewDriver(docs.Gateways, gm, p.gatewayConfig); err != nil {
 		return nil, fmt.Errorf("platform: %w", err)
@@ -200,7 +206,7 @@ func New(cfg Config) (*Platform, error) {
 			return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 		}
 		return controller.New(controller.Config{Name: name, Reconciler: r, Sources: sources, Workers: workers,
-			RateLimiter: limiter, Logger: cfg.Logger, MetricsRegisterer: cfg.MetricsRegisterer})
+			RateLimiter: limiter, Logger: cfg.Logger, MetricsRegisterer: cfg.MetricsRegisterer, TracerProvider: cfg.TracerProvider})
 	}
 	gc, err := newController(GatewayController, p.gateways, p.gateways.Source(),
 		controller.Owns(cfg.Store, KindRuntimeDomain, KindApiGateway))

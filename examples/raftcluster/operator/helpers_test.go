@@ -48,15 +48,16 @@ type env struct {
 type openStore func(t *testing.T) (store.Backend, operator.MemberConfig)
 
 // onEveryStore runs test on each store the operator supports: the memory
-// store, with the member configuration in a document, and the Kubernetes
-// API, with the documents as custom resources and the member configuration
-// in a ConfigMap.
+// store and PostgreSQL, with the member configuration in a document, and
+// the Kubernetes API, with the documents as custom resources and the member
+// configuration in a ConfigMap.
 func onEveryStore(t *testing.T, test func(t *testing.T, e *env)) {
 	for _, s := range []struct {
 		name string
 		open openStore
 	}{
 		{"memory", memoryStore},
+		{"postgres", postgresStore},
 		{"kube", kubeStore},
 	} {
 		t.Run(s.name, func(t *testing.T) { test(t, newEnv(t, s.open)) })

@@ -20,19 +20,26 @@ import (
 	"github.com/tendhq/tend/store"
 )
 
+// serverEnv returns the environment variable env, which a script of
+// scripts/servers exports to locate server. Without it the test is skipped,
+// except under CI, where it fails.
+func serverEnv(t *testing.T, env, server string) string {
+	t.Helper()
+	v := os.Getenv(env)
+	if v == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s is not set: CI must run `make test`, which starts %s", env, server)
+		}
+		t.Skipf("%s is not set; run `make test`, which starts %s", env, server)
+	}
+	return v
+}
+
 // kubeconfig reads the kubeconfig whose path is in the environment variable
-// env, which scripts/servers/kube.sh exports. Without it the test is
-// skipped, except under CI, where it fails.
+// env, which scripts/servers/kube.sh exports.
 func kubeconfig(t *testing.T, env string) *rest.Config {
 	t.Helper()
-	path := os.Getenv(env)
-	if path == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is not set: CI must run `make test`, which starts the Kubernetes API servers", env)
-		}
-		t.Skipf("%s is not set; run `make test`, which starts the Kubernetes API servers", env)
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	cfg, err := clientcmd.BuildConfigFromFlags("", serverEnv(t, env, "the Kubernetes API servers"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -80,8 +80,15 @@ func (j *Jobs) workdir(kind, key string) (string, func(), error) {
 // Complete reports whether the archive under key is complete: the archive
 // and its .meta (the commit marker) both exist.
 func (j *Jobs) Complete(ctx context.Context, key string) (bool, error) {
+	return Complete(ctx, j.objects, key)
+}
+
+// Complete reports whether the archive under key in objects is complete:
+// the archive and its .meta (the commit marker) both exist. It is the HEAD
+// check, for a caller that runs no job.
+func Complete(ctx context.Context, objects objstore.Store, key string) (bool, error) {
 	for _, k := range []string{MetaKey(key), key} {
-		if _, err := j.objects.Head(ctx, k); errors.Is(err, objstore.ErrNotFound) {
+		if _, err := objects.Head(ctx, k); errors.Is(err, objstore.ErrNotFound) {
 			return false, nil
 		} else if err != nil {
 			return false, fmt.Errorf("archive: HEAD %s: %w", k, err)

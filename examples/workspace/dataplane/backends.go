@@ -34,11 +34,14 @@ type StorageProvider interface {
 	Provision(ctx context.Context, workspaceID string) error
 	// Restore fills the existing volume from the archive under archiveKey
 	// (crash-only: a retry starts over) and marks the volume with the key.
-	// It returns the restore marker, archiveKey.
+	// It returns the restore marker, archiveKey. While the storage job that
+	// does it runs, it returns an error matching [ErrJobRunning]: the
+	// caller calls again later.
 	Restore(ctx context.Context, workspaceID, archiveKey string) (restoreMarker string, err error)
 	// Archive archives the volume under {workspace_id}/{op_id}/home.tar.zst
 	// (skipping the upload when the HEAD check finds it complete) and returns
-	// that key. It does not delete the volume.
+	// that key. It does not delete the volume. While the storage job that
+	// does it runs, it returns an error matching [ErrJobRunning].
 	Archive(ctx context.Context, workspaceID, opID string) (archiveKey string, err error)
 	// DeleteVolume deletes the volume; a missing volume is no error.
 	DeleteVolume(ctx context.Context, workspaceID string) error

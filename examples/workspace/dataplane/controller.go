@@ -45,8 +45,8 @@ type Config struct {
 	// Workers is how many workspaces are reconciled at once. Zero means 4.
 	Workers int
 	// WaitInterval is how long to wait before observing again the
-	// conditions of an operation that has not completed. Zero means
-	// [DefaultWaitInterval].
+	// conditions of an operation that has not completed, or a storage job
+	// that has not exited. Zero means [DefaultWaitInterval].
 	WaitInterval time.Duration
 	// Backoff spaces the retries of a step's transient failures, counted in
 	// the workspace's status so that a restart keeps the schedule. Nil means
@@ -234,6 +234,8 @@ func outcome(err error) (statemachine.Outcome, error) {
 	switch {
 	case err == nil:
 		return statemachine.Done, nil
+	case errors.Is(err, ErrJobRunning):
+		return statemachine.Pending, nil
 	case errors.Is(err, controller.ErrTerminal):
 		return statemachine.FailedTerminal, err
 	}

@@ -12,9 +12,11 @@ import (
 
 	"github.com/tendhq/tend/backends/memory"
 	"github.com/tendhq/tend/controller"
+	"github.com/tendhq/tend/examples/workspace/archive"
 	"github.com/tendhq/tend/examples/workspace/dataplane"
 	"github.com/tendhq/tend/examples/workspace/local"
 	"github.com/tendhq/tend/examples/workspace/objstore"
+	"github.com/tendhq/tend/examples/workspace/storagejob"
 	"github.com/tendhq/tend/store"
 	"github.com/tendhq/tend/workqueue"
 )
@@ -42,8 +44,14 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, objects: &faultyObjects{Store: d}}
-	e.local, err = local.NewStorage(local.StorageConfig{Dir: dir, Objects: e.objects})
+	e := &env{t: t, objects: &faultyObjects{Addressable: d}}
+	jobs, err := archive.New(archive.Config{Objects: e.objects, Scratch: filepath.Join(dir, "scratch")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runner := &syncJobs{jobs: jobs, jobsRun: map[string]dataplane.JobStatus{}}
+	e.local, err = local.NewStorage(local.StorageConfig{Dir: dir, Objects: e.objects, Runner: runner})
+	runner.volume = e.local.VolumeDir
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,6 +98,21 @@ func (e *env) reconcile(id string, n int) error {
 		}
 	}
 	return err
+}
+
+// firstError runs reconciles of id until one fails, or one wants nothing
+// more, or n reconciles, and returns that reconcile's error: one attempt of
+// a step whose storage job starts at one reconcile and is seen to have
+// exited at the next.
+func (e *env) firstError(id string, n int) error {
+	e.t.Helper()
+	for range n {
+		res, err := e.ctrl.Reconcile(context.Background(), id)
+		if err != nil || res.RequeueAfter == 0 {
+			return err
+		}
+	}
+	return nil
 }
 
 func (e *env) get(id string) *dataplane.Workspace {
@@ -213,9 +236,61 @@ func (h *hookedInstances) Delete(ctx context.Context, id string) error {
 	return err
 }
 
+// syncJobs runs each storage job in this process, to completion, when it
+// is started, on the test's object store: the faults the tests inject
+// reach it, which they would not in a job's own process, and the controller
+// still learns of the job's end only by looking at it. A job's error
+// crosses to the controller as a job's would: as an exit code and a message.
+type syncJobs struct {
+	jobs    *archive.Jobs
+	volume  func(id string) string
+	mu      sync.Mutex
+	jobsRun map[string]dataplane.JobStatus // by name, until removed
+}
+
+func (r *syncJobs) Start(ctx context.Context, job dataplane.Job) error {
+	r.mu.Lock()
+	_, ok := r.jobsRun[job.Name]
+	r.mu.Unlock()
+	if ok {
+		return nil
+	}
+	_, key, release, err := storagejob.Open(ctx, job.ArchiveURL, storagejob.Credentials{})
+	if err != nil {
+		return err
+	}
+	release()
+	if job.Command == storagejob.Archive {
+		_, err = r.jobs.Archive(ctx, key, r.volume(job.WorkspaceID))
+	} else {
+		err = r.jobs.Restore(ctx, key, r.volume(job.WorkspaceID))
+	}
+	st := dataplane.JobStatus{State: dataplane.JobSucceeded}
+	if err != nil {
+		st = dataplane.JobStatus{State: dataplane.JobFailed, ExitCode: storagejob.ExitCode(err), Message: err.Error()}
+	}
+	r.mu.Lock()
+	r.jobsRun[job.Name] = st
+	r.mu.Unlock()
+	return nil
+}
+
+func (r *syncJobs) Status(_ context.Context, name string) (dataplane.JobStatus, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.jobsRun[name], nil // absent when unknown
+}
+
+func (r *syncJobs) Remove(_ context.Context, name string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.jobsRun, name)
+	return nil
+}
+
 // faultyObjects fails puts on demand.
 type faultyObjects struct {
-	objstore.Store
+	objstore.Addressable
 	mu      sync.Mutex // guards failPut and puts
 	failPut func(key string) error
 	puts    int
@@ -231,7 +306,7 @@ func (f *faultyObjects) Put(ctx context.Context, key string, r io.Reader) error 
 			return err
 		}
 	}
-	return f.Store.Put(ctx, key, r)
+	return f.Addressable.Put(ctx, key, r)
 }
 
 func (f *faultyObjects) putCount() int {

@@ -25,12 +25,12 @@
 // # Volumes and archives
 //
 // [Storage] keeps volume ws-{id}-home as a Docker volume of the local
-// driver. Archive and restore run the storage jobs of package archive
-// in-process on the volume's mountpoint on the host, which needs the
-// engine on this host and this process allowed to read and write its data
-// root (root, as the engine). A helper container per job would lift that
-// requirement at the cost of an image holding the jobs and a copy through
-// the engine's archive endpoints. The restore marker lives in the label of
+// driver. Archive and restore are storage jobs (package storagejob), each a
+// container of the job image ([Jobs], [ImportJobImage]) that mounts the
+// volume and an anonymous scratch volume and takes the archive's URL and
+// the object storage's keys as its whole environment; a job starts only on
+// a volume no container mounts, and a workspace's container only on a volume
+// no job mounts ([ErrVolumeInUse]). The restore marker lives in the label of
 // a marker volume ([MarkerName]) since a volume's labels cannot change.
 //
 // Every method is idempotent (contract 3): creating what exists, removing

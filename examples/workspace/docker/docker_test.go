@@ -13,9 +13,11 @@ import (
 
 	"github.com/tendhq/tend/controller"
 	"github.com/tendhq/tend/examples/workspace/archive"
+	"github.com/tendhq/tend/examples/workspace/dataplane"
 	"github.com/tendhq/tend/examples/workspace/dataplane/dataplanetest"
 	"github.com/tendhq/tend/examples/workspace/docker"
 	"github.com/tendhq/tend/examples/workspace/local"
+	"github.com/tendhq/tend/examples/workspace/storagejob"
 )
 
 func put(t *testing.T, addr, path, body string) {
@@ -205,7 +207,7 @@ func TestConfigValidation(t *testing.T) {
 			return err
 		}},
 		{"storage without objects", func() error {
-			_, err := docker.NewStorage(docker.StorageConfig{Client: cli, Scratch: t.TempDir()})
+			_, err := docker.NewStorage(docker.StorageConfig{Client: cli, JobImage: testJobImage})
 			return err
 		}},
 		{"import of a missing binary", func() error {
@@ -218,5 +220,77 @@ func TestConfigValidation(t *testing.T) {
 				t.Fatal("no error")
 			}
 		})
+	}
+}
+
+// TestStorageJobIsolated: an archive runs as a container of the job image
+// that knows only the archive's URL and the object storage's credentials
+// (nothing of the store or the controller), mounts the workspace's volume
+// and a scratch volume of its own and nothing else, has the volume to
+// itself (neither a second job nor the workspace's container starts on it
+// while it exists), and leaves nothing behind once its exit is seen.
+func TestStorageJobIsolated(t *testing.T) {
+	ctx := context.Background()
+	cli := engine(t)
+	id := dataplanetest.WorkspaceID()
+	st, in, _ := newBackends(t, cli, id)
+	img := image(t, cli)
+	if err := st.Provision(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(volumeFile(t, st, id, "a.txt"), []byte("a"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Archive(ctx, id, "op1"); !errors.Is(err, dataplane.ErrJobRunning) {
+		t.Fatalf("first Archive: %v, want ErrJobRunning", err)
+	}
+	key := archive.Key(id, "op1")
+	name := dataplane.JobName(id, storagejob.Archive, key)
+	res, err := cli.ContainerInspect(ctx, name, client.ContainerInspectOptions{})
+	if err != nil {
+		t.Fatalf("the job's container: %v", err)
+	}
+	job := res.Container
+	allowed := map[string]bool{storagejob.EnvArchiveURL: true, storagejob.EnvEndpoint: true, storagejob.EnvAccessKey: true,
+		storagejob.EnvSecretKey: true, storagejob.EnvRegion: true, "TMPDIR": true, "PATH": true}
+	for _, kv := range job.Config.Env {
+		if k, _, _ := strings.Cut(kv, "="); !allowed[k] {
+			t.Errorf("the job's environment holds %s", k)
+		}
+	}
+	var scratch string
+	for _, m := range job.Mounts {
+		switch {
+		case m.Destination == storagejob.DataDir && m.Name == local.VolumeName(id):
+		case m.Destination == docker.JobScratchDir && m.Name != "" && m.Name != local.VolumeName(id):
+			scratch = m.Name
+		default:
+			t.Errorf("the job mounts %s at %s", m.Name, m.Destination)
+		}
+	}
+	if scratch == "" {
+		t.Errorf("the job has no scratch volume: %+v", job.Mounts)
+	}
+	if err := in.Start(ctx, id, img); !errors.Is(err, docker.ErrVolumeInUse) {
+		t.Errorf("workspace container started beside the job: %v", err)
+	}
+	jobs, err := docker.NewJobs(docker.JobsConfig{Client: cli, Image: testJobImage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := dataplane.Job{Name: name + "-other", Command: storagejob.Archive, WorkspaceID: id, ArchiveURL: "s3://b/" + key}
+	if err := jobs.Start(ctx, other); !errors.Is(err, docker.ErrVolumeInUse) {
+		t.Errorf("second job started on the volume: %v", err)
+	}
+
+	got, err := dataplanetest.Exited(t, func() (string, error) { return st.Archive(ctx, id, "op1") })
+	if err != nil || got != key {
+		t.Fatalf("Archive once the job exited = %q, %v", got, err)
+	}
+	if _, err := cli.ContainerInspect(ctx, name, client.ContainerInspectOptions{}); err == nil {
+		t.Error("the job's container is left")
+	}
+	if _, err := cli.VolumeInspect(ctx, scratch, client.VolumeInspectOptions{}); err == nil {
+		t.Error("the job's scratch volume is left")
 	}
 }

@@ -16,10 +16,14 @@ import (
 	"github.com/tendhq/tend/examples/workspace/docker"
 	"github.com/tendhq/tend/examples/workspace/local"
 	"github.com/tendhq/tend/examples/workspace/objstore"
+	"github.com/tendhq/tend/examples/workspace/objstore/objstoretest"
 )
 
-// testImage is the workspace image the tests import.
-const testImage = "tend-workspace:test"
+// The images the tests import.
+const (
+	testImage    = "tend-workspace:test"
+	testJobImage = "tend-storage-job:test"
+)
 
 // engine returns a client of the engine at TEND_DOCKER_HOST, which make test
 // starts. Without it the test fails under CI and is skipped otherwise.
@@ -37,53 +41,70 @@ func engine(t *testing.T) *client.Client {
 }
 
 var (
-	serverOnce sync.Once
-	serverDir  string
-	serverErr  error
+	imagesOnce sync.Once
+	imagesDir  string
+	imagesErr  error
 )
 
-// image imports the workspace image once per test binary, from a static
-// build of package server.
-func image(t *testing.T, cli *client.Client) string {
+// images imports the workspace image and the job image once per test
+// binary, from static builds of package server and of cmd/storage-job. It
+// returns their references.
+func images(t *testing.T, cli *client.Client) (workspace, job string) {
 	t.Helper()
-	serverOnce.Do(func() {
-		serverDir, serverErr = os.MkdirTemp("", "tend-workspace-server")
-		if serverErr != nil {
+	imagesOnce.Do(func() {
+		imagesDir, imagesErr = os.MkdirTemp("", "tend-workspace-images")
+		if imagesErr != nil {
 			return
 		}
-		bin := filepath.Join(serverDir, "server")
-		cmd := exec.Command("go", "build", "-o", bin, "./server")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			serverErr = fmt.Errorf("build the server: %v\n%s", err, out)
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		serverErr = docker.ImportImage(ctx, cli, testImage, bin)
+		for _, img := range []struct {
+			pkg, ref string
+			load     func(context.Context, *client.Client, string, string) error
+		}{
+			{"./server", testImage, docker.ImportImage},
+			{"../cmd/storage-job", testJobImage, docker.ImportJobImage},
+		} {
+			bin := filepath.Join(imagesDir, filepath.Base(img.pkg))
+			cmd := exec.Command("go", "build", "-o", bin, img.pkg)
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				imagesErr = fmt.Errorf("build %s: %v\n%s", img.pkg, err, out)
+				return
+			}
+			if imagesErr = img.load(ctx, cli, img.ref, bin); imagesErr != nil {
+				return
+			}
+		}
 	})
-	if serverErr != nil {
-		t.Fatal(serverErr)
+	if imagesErr != nil {
+		t.Fatal(imagesErr)
 	}
-	return testImage
+	return testImage, testJobImage
 }
 
-func removeServer() {
-	if serverDir != "" {
-		os.RemoveAll(serverDir)
+// image returns the workspace image, importing both images first.
+func image(t *testing.T, cli *client.Client) string {
+	t.Helper()
+	img, _ := images(t, cli)
+	return img
+}
+
+func removeImages() {
+	if imagesDir != "" {
+		os.RemoveAll(imagesDir)
 	}
 }
 
 // newBackends returns Docker backends on cli that remove what workspace id
 // left behind when the test ends.
+// The archives go to a bucket of the test's S3 server, which the job
+// containers reach on the host network.
 func newBackends(t *testing.T, cli *client.Client, id string) (*docker.Storage, *docker.Instances, objstore.Store) {
 	t.Helper()
-	dir := t.TempDir()
-	objects, err := objstore.NewDir(filepath.Join(dir, "objects"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := docker.NewStorage(docker.StorageConfig{Client: cli, Objects: objects, Scratch: filepath.Join(dir, "jobs")})
+	_, jobImage := images(t, cli)
+	objects := objstoretest.S3(t)
+	st, err := docker.NewStorage(docker.StorageConfig{Client: cli, Objects: objects, JobImage: jobImage, Credentials: objstoretest.S3Credentials()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,12 +15,29 @@ import (
 // ServerPath is where the workspace image holds its program, its entrypoint.
 const ServerPath = "/workspace-server"
 
+// JobPath is where the job image holds the storage job's program, its
+// entrypoint.
+const JobPath = "/storage-job"
+
 // ImportImage imports the workspace image ref into the engine from no
 // registry: a root file system holding only the program at binary (a
 // static build of package server: CGO_ENABLED=0 go build) as [ServerPath],
 // its entrypoint. It streams the tarball to the engine's image import
 // endpoint; importing again replaces the tag.
 func ImportImage(ctx context.Context, cli *client.Client, ref, binary string) error {
+	return importImage(ctx, cli, ref, binary, ServerPath)
+}
+
+// ImportJobImage imports the storage jobs' image ref as [ImportImage]
+// imports the workspace image: the program at binary (a static build of
+// cmd/storage-job) alone, as [JobPath], its entrypoint.
+func ImportJobImage(ctx context.Context, cli *client.Client, ref, binary string) error {
+	return importImage(ctx, cli, ref, binary, JobPath)
+}
+
+// importImage imports image ref holding only the program at binary, as its
+// entrypoint at path.
+func importImage(ctx context.Context, cli *client.Client, ref, binary, path string) error {
 	f, err := os.Open(binary)
 	if err != nil {
 		return fmt.Errorf("docker: image %s: %w", ref, err)
@@ -34,7 +51,7 @@ func ImportImage(ctx context.Context, cli *client.Client, ref, binary string) er
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		pw.CloseWithError(writeRootFS(pw, f, fi.Size()))
+		pw.CloseWithError(writeRootFS(pw, f, fi.Size(), path))
 	}()
 	defer func() {
 		pr.Close() // unblocks the writer if the import failed early
@@ -42,7 +59,7 @@ func ImportImage(ctx context.Context, cli *client.Client, ref, binary string) er
 	}()
 
 	res, err := cli.ImageImport(ctx, client.ImageImportSource{Source: pr, SourceName: "-"}, ref,
-		client.ImageImportOptions{Changes: []string{`ENTRYPOINT ["` + ServerPath + `"]`}})
+		client.ImageImportOptions{Changes: []string{`ENTRYPOINT ["` + path + `"]`}})
 	if err != nil {
 		return fmt.Errorf("docker: import %s: %w", ref, err)
 	}
@@ -64,11 +81,14 @@ func ImportImage(ctx context.Context, cli *client.Client, ref, binary string) er
 	}
 }
 
-// writeRootFS writes the image's root file system, the program alone, as a
-// tar stream.
-func writeRootFS(w io.Writer, program io.Reader, size int64) error {
+// writeRootFS writes the image's root file system, the program alone at
+// path, as a tar stream, with an empty /tmp.
+func writeRootFS(w io.Writer, program io.Reader, size int64, path string) error {
 	tw := tar.NewWriter(w)
-	hdr := &tar.Header{Typeflag: tar.TypeReg, Name: ServerPath[1:], Mode: 0o755, Size: size}
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: "tmp/", Mode: 0o1777}); err != nil {
+		return err
+	}
+	hdr := &tar.Header{Typeflag: tar.TypeReg, Name: path[1:], Mode: 0o755, Size: size}
 	if err := tw.WriteHeader(hdr); err != nil {
 		return err
 	}

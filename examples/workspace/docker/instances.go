@@ -154,6 +154,9 @@ func (in *Instances) Start(ctx context.Context, id, image string) error {
 		}
 		return fmt.Errorf("docker: inspect %s: %w", local.VolumeName(id), err)
 	}
+	if err := volumeFree(ctx, in.cfg.Client, local.VolumeName(id), "container "+local.ContainerName(id)); err != nil {
+		return err
+	}
 	addr, err := freeAddr()
 	if err != nil {
 		return err

@@ -9,7 +9,7 @@ import (
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
-		removeServer()
+		removeImages()
 		os.Exit(code)
 	}))
 }

@@ -13,47 +13,50 @@ import (
 	"github.com/tendhq/tend/examples/workspace/dataplane"
 	"github.com/tendhq/tend/examples/workspace/local"
 	"github.com/tendhq/tend/examples/workspace/objstore"
+	"github.com/tendhq/tend/examples/workspace/storagejob"
 )
 
 // StorageConfig configures [NewStorage].
 type StorageConfig struct {
-	// Client talks to the Docker engine. Required. The engine runs on this
-	// host, and this process may read and write its volumes' mountpoints
-	// (it runs as root, as the engine does).
+	// Client talks to the Docker engine. Required.
 	Client *client.Client
 	// Objects is the object storage archives go to. Required.
-	Objects objstore.Store
-	// Scratch is the archive jobs' scratch directory. Required.
-	Scratch string
-	// Limits bound what one restore may extract.
-	Limits archive.Limits
+	Objects objstore.Addressable
+	// JobImage is the storage jobs' image (see [ImportJobImage]).
+	// Required.
+	JobImage string
+	// Credentials reach Objects from a storage job's container, when it is
+	// an S3 bucket.
+	Credentials storagejob.Credentials
 }
 
 // Storage is the Docker dataplane.StorageProvider: volume ws-{id}-home is a
-// Docker volume of the local driver. Archive and restore run the storage
-// jobs of package archive in-process on the volume's mountpoint on the host.
+// Docker volume of the local driver. Archive and restore run as storage
+// jobs, containers of the job image ([Jobs]) that mount the volume; this
+// process never reads or writes a volume's files.
 //
 // Docker volume labels cannot change after creation, so the restore marker
 // is a volume of its own, ws-{id}-home-restored, created empty after a
 // restore completes with the archive key in its [LabelRestoredFrom] label.
 type Storage struct {
-	*dataplane.HostVolumes // Archive, Restore, ArchiveReady
+	*dataplane.StorageJobs // Archive, Restore, ArchiveReady
 	cli                    *client.Client
 }
 
 var _ dataplane.StorageProvider = (*Storage)(nil)
 
-// NewStorage returns the storage of cfg.
+// NewStorage returns the storage of cfg. It contacts nothing.
 func NewStorage(cfg StorageConfig) (*Storage, error) {
-	if cfg.Client == nil || cfg.Objects == nil || cfg.Scratch == "" {
-		return nil, errors.New("docker: NewStorage needs Client, Objects and Scratch")
+	if cfg.Client == nil || cfg.Objects == nil || cfg.JobImage == "" {
+		return nil, errors.New("docker: NewStorage needs Client, Objects and JobImage")
 	}
-	jobs, err := archive.New(archive.Config{Objects: cfg.Objects, Scratch: cfg.Scratch, Limits: cfg.Limits})
+	jobs, err := NewJobs(JobsConfig{Client: cfg.Client, Image: cfg.JobImage, Credentials: cfg.Credentials})
 	if err != nil {
 		return nil, err
 	}
 	s := &Storage{cli: cfg.Client}
-	s.HostVolumes, err = dataplane.NewHostVolumes(dataplane.HostVolumesConfig{Jobs: jobs, Dir: s.Mountpoint, Mark: s.mark})
+	s.StorageJobs, err = dataplane.NewStorageJobs(dataplane.StorageJobsConfig{Runner: jobs, Objects: cfg.Objects,
+		VolumeExists: s.VolumeExists, Marker: s.RestoreMarker, Mark: s.mark})
 	if err != nil {
 		return nil, err
 	}
@@ -118,8 +121,8 @@ func (s *Storage) DeleteVolume(ctx context.Context, id string) error {
 	return s.removeVolume(ctx, local.VolumeName(id))
 }
 
-// mark keeps the restore marker of workspace id, for the restore job of
-// dataplane.HostVolumes: "" removes the marker volume; a key creates it
+// mark keeps the restore marker of workspace id, for
+// dataplane.StorageJobs: "" removes the marker volume; a key creates it
 // with the key in its label.
 func (s *Storage) mark(ctx context.Context, id, key string) error {
 	if key == "" {

@@ -32,11 +32,17 @@
 // two. The volume's reclaim policy is Retain: DeleteVolume removes the
 // claim, the volume and then the directory itself.
 //
-// Archive and restore run the storage jobs of package archive in-process on
-// the volume's host path (see dataplane.HostVolumes), which needs the
-// volume's node to be this host, as a single-node cluster or kwok's fake
-// nodes are; a Job per archive or restore running the jobs on the node would
-// lift that. The restore marker is the claim's annotation
+// Archive and restore are storage jobs (package storagejob), each a Job of
+// one Pod ([Jobs]) that mounts the claim and an emptyDir, takes the
+// archive's URL and a Secret of object storage keys as its environment,
+// mounts no service account token and is never retried by Kubernetes: the
+// data plane judges its exit code and runs it again if need be. A job starts
+// only on a claim no Pod mounts, and a workspace's Pod only on a claim no
+// job mounts ([ErrVolumeInUse]). Under kwok no container runs, so the tests
+// and the demo run the Jobs' Pods on this host with a [JobHost], which
+// plays the kubelet's part for them and reports each exit in the Pod's
+// status, from which the Job controller judges the Job. The restore marker
+// is the claim's annotation
 // [AnnotationRestoredFrom], written by a field manager of its own so that
 // removing it never touches the claim's spec.
 //

@@ -34,7 +34,8 @@ func ExampleNewStorage() {
 		return
 	}
 	st, err := kube.NewStorage(kube.StorageConfig{
-		REST: cfg, Namespace: "team-a", BaseDir: filepath.Join(dir, "volumes"), Objects: objects, Scratch: filepath.Join(dir, "jobs"),
+		REST: cfg, Namespace: "team-a", BaseDir: filepath.Join(dir, "volumes"), Objects: objects,
+		JobImage: "registry.example.com/storage-job:v1", // a build of cmd/storage-job
 	})
 	fmt.Println(st != nil, err)
 	in, err := kube.NewInstances(kube.InstancesConfig{REST: cfg, Namespace: "team-a"})

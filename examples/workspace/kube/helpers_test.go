@@ -19,8 +19,12 @@ import (
 	"github.com/tendhq/tend/examples/workspace/objstore"
 )
 
-// testImage is the image of the tests' Pods; under kwok nothing pulls it.
-const testImage = "tend-workspace:test"
+// testImage and testJobImage are the images of the tests' Pods and storage
+// Jobs; under kwok nothing pulls them.
+const (
+	testImage    = "tend-workspace:test"
+	testJobImage = "tend-storage-job:test"
+)
 
 // restConfig returns the configuration of the cluster make test starts
 // (TEND_KUBECONFIG). Without it the test fails under CI and is skipped
@@ -73,7 +77,8 @@ func namespace(t *testing.T, cs kubernetes.Interface) string {
 
 // newBackends returns Kubernetes backends in namespace ns, with volumes
 // under a directory of the test's own, that remove what workspace id left
-// behind when the test ends.
+// behind when the test ends. The namespace's storage Jobs run on this host
+// (kube.JobHost) until then.
 func newBackends(t *testing.T, cfg *rest.Config, ns, id string) (*kube.Storage, *kube.Instances) {
 	t.Helper()
 	dir := t.TempDir()
@@ -82,17 +87,37 @@ func newBackends(t *testing.T, cfg *rest.Config, ns, id string) (*kube.Storage, 
 		t.Fatal(err)
 	}
 	st, err := kube.NewStorage(kube.StorageConfig{
-		REST: cfg, Namespace: ns, BaseDir: filepath.Join(dir, "volumes"), Objects: objects, Scratch: filepath.Join(dir, "jobs"),
+		REST: cfg, Namespace: ns, BaseDir: filepath.Join(dir, "volumes"), Objects: objects, JobImage: testJobImage,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	runJobHost(t, cfg, ns)
 	in, err := kube.NewInstances(kube.InstancesConfig{REST: cfg, Namespace: ns})
 	if err != nil {
 		t.Fatal(err)
 	}
 	dataplanetest.Cleanup(t, id, in, st)
 	return st, in
+}
+
+// runJobHost runs the storage Jobs of namespace ns on this host until the
+// test ends.
+func runJobHost(t *testing.T, cfg *rest.Config, ns string) {
+	t.Helper()
+	host, err := kube.NewJobHost(kube.JobHostConfig{REST: cfg, Namespace: ns, Scratch: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- host.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
 }
 
 // volumeFile returns the path of name in workspace id's volume on this

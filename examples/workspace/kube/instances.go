@@ -121,7 +121,8 @@ func (in *Instances) IsRunning(ctx context.Context, id string) (bool, error) {
 
 // Start implements dataplane.InstanceController. It refuses, with
 // dataplane.ErrNoVolume, to create a Pod whose claim is missing, unbound
-// or being deleted; it replaces a Pod that is not Ready, and returns once
+// or being deleted, and with [ErrVolumeInUse] while another Pod (a storage
+// Job's) mounts the claim; it replaces a Pod that is not Ready, and returns once
 // the new one is Ready, or removes it again when StartTimeout passes.
 func (in *Instances) Start(ctx context.Context, id, image string) error {
 	if err := archive.ValidateID(id); err != nil {
@@ -146,6 +147,10 @@ func (in *Instances) Start(ctx context.Context, id, image string) error {
 	}
 	if err != nil {
 		return in.fail("get", object{"persistentvolumeclaims", in.namespace, ClaimName(id)}, err)
+	}
+	isPod := func(p *corev1.Pod) bool { return p.Name == PodName(id) }
+	if err := in.claimFree(ctx, ClaimName(id), "pod "+PodName(id), isPod); err != nil {
+		return err
 	}
 	if _, err := in.cs.CoreV1().Pods(in.namespace).Apply(ctx, podSpec(in.namespace, id, image), in.apply()); err != nil {
 		return in.fail("patch", in.pod(id), err)

@@ -5,12 +5,16 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/tendhq/tend/controller"
@@ -19,6 +23,7 @@ import (
 	"github.com/tendhq/tend/examples/workspace/dataplane/dataplanetest"
 	"github.com/tendhq/tend/examples/workspace/kube"
 	"github.com/tendhq/tend/examples/workspace/objstore"
+	"github.com/tendhq/tend/examples/workspace/storagejob"
 )
 
 // crash reports workspace id's Pod Failed, as its kubelet would when the
@@ -178,7 +183,7 @@ func TestErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	storage := func(cfg *rest.Config, ns string) *kube.Storage {
-		st, err := kube.NewStorage(kube.StorageConfig{REST: cfg, Namespace: ns, BaseDir: filepath.Join(dir, "volumes"), Objects: objects, Scratch: filepath.Join(dir, "jobs")})
+		st, err := kube.NewStorage(kube.StorageConfig{REST: cfg, Namespace: ns, BaseDir: filepath.Join(dir, "volumes"), Objects: objects, JobImage: testJobImage})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -237,9 +242,14 @@ func TestConfigValidation(t *testing.T) {
 		{"instances without REST", kube.InstancesConfig{Namespace: "n"}},
 		{"instances without namespace", kube.InstancesConfig{REST: cfg}},
 		{"instances negative timeout", kube.InstancesConfig{REST: cfg, Namespace: "n", StartTimeout: -1}},
-		{"storage without objects", kube.StorageConfig{REST: cfg, Namespace: "n", BaseDir: abs, Scratch: abs}},
-		{"storage relative base", kube.StorageConfig{REST: cfg, Namespace: "n", BaseDir: "volumes", Objects: objects, Scratch: abs}},
-		{"storage without namespace", kube.StorageConfig{REST: cfg, BaseDir: abs, Objects: objects, Scratch: abs}},
+		{"storage without objects", kube.StorageConfig{REST: cfg, Namespace: "n", BaseDir: abs, JobImage: testJobImage}},
+		{"storage relative base", kube.StorageConfig{REST: cfg, Namespace: "n", BaseDir: "volumes", Objects: objects, JobImage: testJobImage}},
+		{"storage without namespace", kube.StorageConfig{REST: cfg, BaseDir: abs, Objects: objects, JobImage: testJobImage}},
+		{"storage without job image", kube.StorageConfig{REST: cfg, Namespace: "n", BaseDir: abs, Objects: objects}},
+		{"jobs without image", kube.JobsConfig{REST: cfg, Namespace: "n"}},
+		{"jobs without namespace", kube.JobsConfig{REST: cfg, Image: testJobImage}},
+		{"job host without REST", kube.JobHostConfig{Namespace: "n"}},
+		{"job host negative interval", kube.JobHostConfig{REST: cfg, Namespace: "n", Interval: -1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -249,10 +259,156 @@ func TestConfigValidation(t *testing.T) {
 				_, err = kube.NewInstances(c)
 			case kube.StorageConfig:
 				_, err = kube.NewStorage(c)
+			case kube.JobsConfig:
+				_, err = kube.NewJobs(c)
+			case kube.JobHostConfig:
+				_, err = kube.NewJobHost(c)
 			}
 			if err == nil {
 				t.Fatal("no error")
 			}
 		})
+	}
+}
+
+// TestStorageJobIsolated: an archive runs as a Job of one Pod that mounts
+// the workspace's claim and a scratch emptyDir, takes as its environment
+// the archive's URL, TMPDIR and the credentials Secret and nothing else,
+// mounts no service account token (it cannot reach the API server) and is
+// never run again by Kubernetes. While it runs neither the workspace's Pod
+// nor a second job starts on the claim. Once it has exited the Job is
+// removed; a restore whose archive is missing fails for good, with the
+// job's exit code and message.
+func TestStorageJobIsolated(t *testing.T) {
+	ctx := context.Background()
+	cfg := restConfig(t)
+	cs := clientset(t, cfg)
+	ns := namespace(t, cs)
+	id := dataplanetest.WorkspaceID()
+	const secret = "object-storage"
+	if _, err := cs.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: secret},
+		StringData: map[string]string{storagejob.EnvAccessKey: "job", storagejob.EnvSecretKey: "job-secret"},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	objects, err := objstore.NewDir(filepath.Join(dir, "objects"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := kube.NewStorage(kube.StorageConfig{REST: cfg, Namespace: ns, BaseDir: filepath.Join(dir, "volumes"),
+		Objects: objects, JobImage: testJobImage, CredentialsSecret: secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := kube.NewInstances(kube.InstancesConfig{REST: cfg, Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dataplanetest.Cleanup(t, id, in, st)
+	if err := st.Provision(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(volumeFile(t, st, id, "a.txt"), []byte("a"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// No job host runs yet: the job's Pod stays Running.
+	if _, err := st.Archive(ctx, id, "op1"); !errors.Is(err, dataplane.ErrJobRunning) {
+		t.Fatalf("first Archive: %v, want ErrJobRunning", err)
+	}
+	key := archive.Key(id, "op1")
+	name := dataplane.JobName(id, storagejob.Archive, key)
+	job, err := cs.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the job: %v", err)
+	}
+	pod := job.Spec.Template.Spec
+	if job.Spec.BackoffLimit == nil || *job.Spec.BackoffLimit != 0 || pod.RestartPolicy != corev1.RestartPolicyNever {
+		t.Errorf("backoff limit %v, restart policy %s: want 0 and Never", job.Spec.BackoffLimit, pod.RestartPolicy)
+	}
+	if pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
+		t.Error("the job's Pod mounts a service account token")
+	}
+	if len(pod.Containers) != 1 {
+		t.Fatalf("%d containers, want 1", len(pod.Containers))
+	}
+	c := pod.Containers[0]
+	var env []string
+	for _, v := range c.Env {
+		env = append(env, v.Name)
+	}
+	if want := []string{storagejob.EnvArchiveURL, "TMPDIR"}; !slices.Equal(env, want) {
+		t.Errorf("environment %v, want %v", env, want)
+	}
+	if len(c.EnvFrom) != 1 || c.EnvFrom[0].SecretRef == nil || c.EnvFrom[0].SecretRef.Name != secret {
+		t.Errorf("environment from %+v, want the Secret %s alone", c.EnvFrom, secret)
+	}
+	mounts := map[string]string{}
+	for _, m := range c.VolumeMounts {
+		mounts[m.Name] = m.MountPath
+	}
+	for _, v := range pod.Volumes {
+		switch {
+		case v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == kube.ClaimName(id) && mounts[v.Name] == storagejob.DataDir:
+		case v.EmptyDir != nil && mounts[v.Name] == kube.JobScratchDir:
+		default:
+			t.Errorf("the job mounts volume %+v at %q", v, mounts[v.Name])
+		}
+	}
+	if len(pod.Volumes) != 2 {
+		t.Errorf("%d volumes, want the claim and the scratch space", len(pod.Volumes))
+	}
+
+	waitJobPod(t, cs, ns, name)
+	if err := in.Start(ctx, id, testImage); !errors.Is(err, kube.ErrVolumeInUse) {
+		t.Errorf("workspace Pod started beside the job: %v", err)
+	}
+	jobs, err := kube.NewJobs(kube.JobsConfig{REST: cfg, Namespace: ns, Image: testJobImage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := dataplane.Job{Name: name + "-other", Command: storagejob.Archive, WorkspaceID: id, ArchiveURL: objects.URL(key)}
+	if err := jobs.Start(ctx, other); !errors.Is(err, kube.ErrVolumeInUse) {
+		t.Errorf("second job started on the claim: %v", err)
+	}
+
+	runJobHost(t, cfg, ns)
+	got, err := dataplanetest.Exited(t, func() (string, error) { return st.Archive(ctx, id, "op1") })
+	if err != nil || got != key {
+		t.Fatalf("Archive once the job exited = %q, %v", got, err)
+	}
+	if j, err := cs.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{}); err == nil && j.DeletionTimestamp == nil {
+		t.Error("the job is left")
+	}
+	if ok, err := st.ArchiveReady(ctx, key); !ok || err != nil {
+		t.Fatalf("ArchiveReady = %v, %v", ok, err)
+	}
+
+	missing := archive.Key(id, "op-missing")
+	_, err = dataplanetest.Exited(t, func() (string, error) { return st.Restore(ctx, id, missing) })
+	if !errors.Is(err, dataplane.ErrJobFailed) || !errors.Is(err, controller.ErrTerminal) ||
+		!strings.Contains(err.Error(), "exited with 2") {
+		t.Fatalf("Restore of a missing archive: %v, want a terminal ErrJobFailed with exit code 2", err)
+	}
+}
+
+// waitJobPod waits until a Pod of Job name runs.
+func waitJobPod(t *testing.T, cs kubernetes.Interface, ns, name string) {
+	t.Helper()
+	ctx := context.Background()
+	for deadline := time.Now().Add(time.Minute); ; {
+		pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=" + name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pods.Items) > 0 && pods.Items[0].Status.Phase == corev1.PodRunning {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no Pod of job %s runs after a minute: %+v", name, pods.Items)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

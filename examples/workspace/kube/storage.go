@@ -37,11 +37,13 @@ type StorageConfig struct {
 	// host (see the package documentation).
 	BaseDir string
 	// Objects is the object storage archives go to. Required.
-	Objects objstore.Store
-	// Scratch is the archive jobs' scratch directory. Required.
-	Scratch string
-	// Limits bound what one restore may extract.
-	Limits archive.Limits
+	Objects objstore.Addressable
+	// JobImage is the storage jobs' image (see [JobsConfig.Image]).
+	// Required.
+	JobImage string
+	// CredentialsSecret names the Secret the storage jobs take the object
+	// storage's credentials from (see [JobsConfig.CredentialsSecret]).
+	CredentialsSecret string
 	// Size is each volume's capacity. Zero means [DefaultSize].
 	Size resource.Quantity
 	// FieldManager names the backend's server-side applies; the restore
@@ -56,11 +58,11 @@ type StorageConfig struct {
 
 // Storage is the Kubernetes dataplane.StorageProvider: volume ws-{id}-home
 // is a PersistentVolumeClaim bound to a PersistentVolume of a host path that
-// Storage provisions. Archive and restore run the storage jobs of package
-// archive in-process on that host path; the restore marker is the claim's
+// Storage provisions. Archive and restore run as storage jobs, Kubernetes
+// Jobs that mount the claim ([Jobs]); the restore marker is the claim's
 // [AnnotationRestoredFrom] annotation.
 type Storage struct {
-	*dataplane.HostVolumes // Archive, Restore, ArchiveReady
+	*dataplane.StorageJobs // Archive, Restore, ArchiveReady
 	conn
 	base string
 	size resource.Quantity
@@ -70,8 +72,8 @@ var _ dataplane.StorageProvider = (*Storage)(nil)
 
 // NewStorage returns the storage of cfg. It contacts nothing.
 func NewStorage(cfg StorageConfig) (*Storage, error) {
-	if cfg.BaseDir == "" || !filepath.IsAbs(cfg.BaseDir) || cfg.Objects == nil || cfg.Scratch == "" {
-		return nil, errors.New("kube: NewStorage needs REST, Namespace, an absolute BaseDir, Objects and Scratch")
+	if cfg.BaseDir == "" || !filepath.IsAbs(cfg.BaseDir) || cfg.Objects == nil || cfg.JobImage == "" {
+		return nil, errors.New("kube: NewStorage needs REST, Namespace, an absolute BaseDir, Objects and JobImage")
 	}
 	if cfg.Size.Sign() < 0 {
 		return nil, errors.New("kube: NewStorage: negative Size")
@@ -80,7 +82,8 @@ func NewStorage(cfg StorageConfig) (*Storage, error) {
 	if err != nil {
 		return nil, err
 	}
-	jobs, err := archive.New(archive.Config{Objects: cfg.Objects, Scratch: cfg.Scratch, Limits: cfg.Limits})
+	jobs, err := NewJobs(JobsConfig{REST: cfg.REST, Namespace: cfg.Namespace, Image: cfg.JobImage,
+		CredentialsSecret: cfg.CredentialsSecret, FieldManager: cfg.FieldManager})
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +91,8 @@ func NewStorage(cfg StorageConfig) (*Storage, error) {
 	if s.size.IsZero() {
 		s.size = resource.MustParse(DefaultSize)
 	}
-	s.HostVolumes, err = dataplane.NewHostVolumes(dataplane.HostVolumesConfig{Jobs: jobs, Dir: s.Dir, Mark: s.mark})
+	s.StorageJobs, err = dataplane.NewStorageJobs(dataplane.StorageJobsConfig{Runner: jobs, Objects: cfg.Objects,
+		VolumeExists: s.VolumeExists, Marker: s.RestoreMarker, Mark: s.mark})
 	if err != nil {
 		return nil, err
 	}
@@ -229,8 +233,7 @@ func (s *Storage) VolumeExists(ctx context.Context, id string) (bool, error) {
 // Dir returns the directory on this host holding workspace id's volume: the
 // host path of the volume its claim is bound to, or "" when the claim does
 // not exist or is not bound. A volume whose host path is not under BaseDir
-// is refused, terminally: Storage archives and restores only the volumes
-// it provisions.
+// is refused, terminally: it is not one this storage provisioned.
 func (s *Storage) Dir(ctx context.Context, id string) (string, error) {
 	c, err := s.Claim(ctx, id)
 	if !bound(c) || err != nil {
@@ -304,8 +307,8 @@ func (s *Storage) RestoreMarker(ctx context.Context, id string) (string, error) 
 	return c.Annotations[AnnotationRestoredFrom], nil
 }
 
-// mark keeps the restore marker of workspace id, for the restore job of
-// dataplane.HostVolumes. The marker's own field manager applies the
+// mark keeps the restore marker of workspace id, for
+// dataplane.StorageJobs. The marker's own field manager applies the
 // annotation alone, or nothing to remove it; the claim must exist, so that
 // the apply never creates one.
 func (s *Storage) mark(ctx context.Context, id, key string) error {

@@ -24,6 +24,10 @@
 //
 // [Storage] keeps volume ws-{id}-home as a directory, and its restore marker
 // (the archive key it was restored from, what a Docker volume label or a PVC
-// annotation would hold) in a file beside it. Archive and restore run the
-// storage jobs of package archive in-process with a scratch directory.
+// annotation would hold) in a file beside it. Archive and restore are
+// storage jobs (package storagejob), each a child process ([Jobs]): the
+// running program re-executed in job mode, with the volume's directory, a
+// scratch directory of its own and nothing in its environment but the
+// archive's URL and the object storage's keys. Like a container, a job
+// watches a pipe from its parent and exits when the parent dies.
 package local

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tendhq/tend/examples/workspace/dataplane/dataplanetest"
 	"github.com/tendhq/tend/examples/workspace/local"
 	"github.com/tendhq/tend/examples/workspace/objstore"
 )
@@ -25,6 +26,7 @@ func newBackends(t *testing.T) (*local.Storage, *local.Instances) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { st.Close() })
 	in, err := local.NewInstances(local.InstancesConfig{Dir: filepath.Join(dir, "run"), Volume: st.VolumeDir})
 	if err != nil {
 		t.Fatal(err)
@@ -96,6 +98,8 @@ func TestInstancesIdempotent(t *testing.T) {
 	}
 }
 
+// TestStorageIdempotent: provision, archive, delete and restore, each
+// repeated, with each archive and restore a child process.
 func TestStorageIdempotent(t *testing.T) {
 	ctx := context.Background()
 	st, _ := newBackends(t)
@@ -104,20 +108,7 @@ func TestStorageIdempotent(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	_ = os.WriteFile(filepath.Join(st.VolumeDir("w1"), "f"), []byte("data"), 0o644)
-	if err := st.Provision(ctx, "w1"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(st.VolumeDir("w1"), "f")); err != nil {
-		t.Fatal("Provision of an existing volume lost its data")
-	}
-	key, err := st.Archive(ctx, "w1", "op1")
-	if err != nil || key != "w1/op1/home.tar.zst" {
-		t.Fatalf("Archive = %q, %v", key, err)
-	}
-	if ok, _ := st.ArchiveReady(ctx, key); !ok {
-		t.Fatal("archive not ready")
-	}
+	key := dataplanetest.ArchiveTwice(t, st, "w1", func(name string) string { return filepath.Join(st.VolumeDir("w1"), name) })
 	for range 2 {
 		if err := st.DeleteVolume(ctx, "w1"); err != nil {
 			t.Fatal(err)
@@ -126,19 +117,6 @@ func TestStorageIdempotent(t *testing.T) {
 	if ok, _ := st.VolumeExists(ctx, "w1"); ok {
 		t.Fatal("volume exists after DeleteVolume")
 	}
-	if err := st.Provision(ctx, "w1"); err != nil {
-		t.Fatal(err)
-	}
-	for range 2 {
-		marker, err := st.Restore(ctx, "w1", key)
-		if err != nil || marker != key {
-			t.Fatalf("Restore = %q, %v", marker, err)
-		}
-	}
-	if m, _ := st.RestoreMarker(ctx, "w1"); m != key {
-		t.Fatalf("RestoreMarker = %q", m)
-	}
-	if b, _ := os.ReadFile(filepath.Join(st.VolumeDir("w1"), "f")); string(b) != "data" {
-		t.Fatalf("restored file = %q", b)
-	}
+	dataplanetest.RestoreTwice(t, st, "w1", key)
+	dataplanetest.CheckRestoredThenDelete(t, st, "w1", func(name string) string { return filepath.Join(st.VolumeDir("w1"), name) })
 }

@@ -13,9 +13,11 @@ import (
 )
 
 // ServeIfContainer runs the container when the process was started as one by
-// [Instances] and never returns then; otherwise it returns at once. Call it
-// first in main, and in TestMain of tests that start containers.
+// [Instances], or the storage job when it was started as one by [Jobs], and
+// never returns then; otherwise it returns at once. Call it first in main,
+// and in TestMain of tests that start containers or jobs.
 func ServeIfContainer() {
+	runJob()
 	name := os.Getenv(envName)
 	if name == "" {
 		return

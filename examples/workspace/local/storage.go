@@ -13,6 +13,7 @@ import (
 	"github.com/tendhq/tend/examples/workspace/archive"
 	"github.com/tendhq/tend/examples/workspace/dataplane"
 	"github.com/tendhq/tend/examples/workspace/objstore"
+	"github.com/tendhq/tend/examples/workspace/storagejob"
 )
 
 // VolumeName returns the name of workspace id's home volume: ws-{id}-home.
@@ -23,24 +24,35 @@ func ContainerName(id string) string { return "ws-" + id }
 
 // StorageConfig configures [NewStorage].
 type StorageConfig struct {
-	// Dir holds the volumes (Dir/volumes) and the jobs' scratch space
-	// (Dir/jobs). Required.
+	// Dir holds the volumes (Dir/volumes) and the storage jobs (Dir/jobs).
+	// Required.
 	Dir string
 	// Objects is the object storage archives go to. Required.
-	Objects objstore.Store
-	// Limits bound what one restore may extract.
-	Limits archive.Limits
+	Objects objstore.Addressable
+	// Credentials reach Objects from a storage job, when it is an S3
+	// bucket.
+	Credentials storagejob.Credentials
+	// Executable is the program the storage jobs run (see
+	// JobsConfig.Executable). Empty means the running program.
+	Executable string
+	// Runner runs the storage jobs. Nil means a [Jobs] on Dir/jobs: each
+	// job a child process.
+	Runner dataplane.JobRunner
 }
 
-// Storage is the embedded dataplane.StorageProvider.
+// Storage is the embedded dataplane.StorageProvider. Archive and restore run
+// as storage jobs, child processes of [Jobs] unless StorageConfig.Runner
+// says otherwise; Close kills those that run.
 type Storage struct {
-	volumes string
-	jobs    *archive.Jobs
+	*dataplane.StorageJobs // Archive, Restore, ArchiveReady
+	volumes                string
+	jobs                   *Jobs
 }
 
 var _ dataplane.StorageProvider = (*Storage)(nil)
 
-// NewStorage returns the storage of cfg, creating its directories.
+// NewStorage returns the storage of cfg, creating its directories. It
+// starts nothing.
 func NewStorage(cfg StorageConfig) (*Storage, error) {
 	if cfg.Dir == "" || cfg.Objects == nil {
 		return nil, errors.New("local: NewStorage needs Dir and Objects")
@@ -49,26 +61,37 @@ func NewStorage(cfg StorageConfig) (*Storage, error) {
 	if err := os.MkdirAll(s.volumes, 0o755); err != nil {
 		return nil, fmt.Errorf("local: %w", err)
 	}
-	jobs, err := archive.New(archive.Config{Objects: cfg.Objects, Scratch: filepath.Join(cfg.Dir, "jobs"), Limits: cfg.Limits})
+	runner := cfg.Runner
+	if runner == nil {
+		jobs, err := NewJobs(JobsConfig{Dir: filepath.Join(cfg.Dir, "jobs"), Volume: s.VolumeDir,
+			Credentials: cfg.Credentials, Executable: cfg.Executable})
+		if err != nil {
+			return nil, err
+		}
+		s.jobs, runner = jobs, jobs
+	}
+	var err error
+	s.StorageJobs, err = dataplane.NewStorageJobs(dataplane.StorageJobsConfig{Runner: runner, Objects: cfg.Objects,
+		VolumeExists: s.VolumeExists, Marker: s.RestoreMarker, Mark: s.mark})
 	if err != nil {
 		return nil, err
 	}
-	s.jobs = jobs
 	return s, nil
+}
+
+// Close kills the storage jobs of its own runner that run and waits for
+// them.
+func (s *Storage) Close() error {
+	if s.jobs == nil {
+		return nil
+	}
+	return s.jobs.Close()
 }
 
 // VolumeDir returns the directory of workspace id's volume.
 func (s *Storage) VolumeDir(id string) string { return filepath.Join(s.volumes, VolumeName(id)) }
 
 func (s *Storage) markerFile(id string) string { return s.VolumeDir(id) + ".restored" }
-
-// terminal marks the archive jobs' terminal errors for the controller.
-func terminal(err error) error {
-	if archive.Terminal(err) {
-		return controller.Terminal(err)
-	}
-	return err
-}
 
 // Provision implements dataplane.StorageProvider.
 func (s *Storage) Provision(ctx context.Context, id string) error {
@@ -109,35 +132,23 @@ func (s *Storage) DeleteVolume(ctx context.Context, id string) error {
 	return nil
 }
 
-// Archive implements dataplane.StorageProvider with the archive job.
-func (s *Storage) Archive(ctx context.Context, id, opID string) (string, error) {
-	if err := errors.Join(archive.ValidateID(id), archive.ValidateID(opID)); err != nil {
-		return "", controller.Terminal(err)
-	}
-	key := archive.Key(id, opID)
-	if _, err := s.jobs.Archive(ctx, key, s.VolumeDir(id)); err != nil {
-		return "", terminal(err)
-	}
-	return key, nil
-}
-
-// Restore implements dataplane.StorageProvider with the restore job; the
-// marker is written only once the volume holds the whole archive.
-func (s *Storage) Restore(ctx context.Context, id, key string) (string, error) {
-	if err := os.Remove(s.markerFile(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("local: %w", err)
-	}
-	if err := s.jobs.Restore(ctx, key, s.VolumeDir(id)); err != nil {
-		return "", terminal(err)
+// mark keeps the restore marker of workspace id in a file beside its
+// volume: "" removes it; a key is written whole or not at all.
+func (s *Storage) mark(_ context.Context, id, key string) error {
+	if key == "" {
+		if err := os.Remove(s.markerFile(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("local: %w", err)
+		}
+		return nil
 	}
 	tmp := s.markerFile(id) + ".tmp"
 	if err := os.WriteFile(tmp, []byte(key), 0o644); err != nil {
-		return "", fmt.Errorf("local: %w", err)
+		return fmt.Errorf("local: %w", err)
 	}
 	if err := os.Rename(tmp, s.markerFile(id)); err != nil {
-		return "", fmt.Errorf("local: %w", err)
+		return fmt.Errorf("local: %w", err)
 	}
-	return key, nil
+	return nil
 }
 
 // RestoreMarker implements dataplane.StorageProvider.
@@ -150,9 +161,4 @@ func (s *Storage) RestoreMarker(ctx context.Context, id string) (string, error) 
 		return "", fmt.Errorf("local: %w", err)
 	}
 	return strings.TrimSpace(string(b)), nil
-}
-
-// ArchiveReady implements dataplane.StorageProvider (the HEAD check).
-func (s *Storage) ArchiveReady(ctx context.Context, key string) (bool, error) {
-	return s.jobs.Complete(ctx, key)
 }

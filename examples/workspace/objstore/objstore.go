@@ -83,6 +83,10 @@ func NewDir(root string) (*Dir, error) {
 	if root == "" {
 		return nil, errors.New("objstore: NewDir needs a directory")
 	}
+	root, err := filepath.Abs(root)
+	if err != nil {
+		return nil, fmt.Errorf("objstore: %w", err)
+	}
 	if err := os.MkdirAll(filepath.Join(root, tmpDir), 0o755); err != nil {
 		return nil, fmt.Errorf("objstore: %w", err)
 	}

@@ -16,13 +16,18 @@ import (
 	"github.com/tendhq/tend/controller"
 	"github.com/tendhq/tend/examples/workspace/archive"
 	"github.com/tendhq/tend/examples/workspace/dataplane"
+	"github.com/tendhq/tend/statemachine"
 	"github.com/tendhq/tend/store"
 	"github.com/tendhq/tend/workqueue"
 )
 
-// reconcileLimit bounds the reconciles Reconcile runs before it gives up
-// waiting for one that wants nothing more.
-const reconcileLimit = 30
+// settleTimeout bounds how long Reconcile, and the waits for a storage job,
+// go on before they give up.
+const settleTimeout = 2 * time.Minute
+
+// pollInterval is how long Reconcile, and the waits for a storage job, wait
+// before they look again.
+const pollInterval = 20 * time.Millisecond
 
 // Config configures a Driver.
 type Config struct {
@@ -66,12 +71,16 @@ func NewDriver(t *testing.T, cfg Config) *Driver {
 	return &Driver{t: t, id: cfg.ID, img: cfg.Image, ctrl: ctrl}
 }
 
-// Reconcile runs reconciles of the workspace until one wants nothing more
-// (at most 30).
+// Reconcile runs reconciles of the workspace until it has settled: until
+// one wants nothing more, or its machine has nothing to do (a settled phase
+// that the controller only watches over, or Fault holding for an operator).
+// It pauses briefly between reconciles that wait (for a condition, for a
+// storage job to exit) and fails the test after two minutes.
 func (d *Driver) Reconcile() {
 	d.t.Helper()
 	ctx := context.Background()
-	for range reconcileLimit {
+	var ws *dataplane.Workspace
+	for deadline := time.Now().Add(settleTimeout); time.Now().Before(deadline); {
 		res, err := d.ctrl.Reconcile(ctx, d.id)
 		if err != nil {
 			d.t.Fatalf("reconcile: %v", err)
@@ -79,6 +88,37 @@ func (d *Driver) Reconcile() {
 		if res.RequeueAfter == 0 {
 			return
 		}
+		if ws, err = d.ctrl.Get(ctx, d.id); err != nil {
+			d.t.Fatal(err)
+		}
+		dec, err := d.ctrl.Machine().Decide(ws.Spec.State, ws.Status.Status, time.Now())
+		if err != nil {
+			d.t.Fatal(err)
+		}
+		if dec.Kind == statemachine.Nothing || dec.Kind == statemachine.Hold {
+			return
+		}
+		time.Sleep(min(res.RequeueAfter, pollInterval))
+	}
+	d.t.Fatalf("workspace %s not settled after %v: state %s, phase %s, operation %+v",
+		d.id, settleTimeout, ws.Spec.State, ws.Status.Phase, ws.Status.Operation)
+}
+
+// Exited calls f until it returns anything but an error matching
+// dataplane.ErrJobRunning: until the storage job an Archive or a Restore
+// started has exited and the call returns its result. It fails the test
+// after two minutes.
+func Exited[T any](t *testing.T, f func() (T, error)) (T, error) {
+	t.Helper()
+	for deadline := time.Now().Add(settleTimeout); ; {
+		v, err := f()
+		if !errors.Is(err, dataplane.ErrJobRunning) {
+			return v, err
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("storage job still running after %v: %v", settleTimeout, err)
+		}
+		time.Sleep(pollInterval)
 	}
 }
 
@@ -160,7 +200,7 @@ func ArchiveTwice(t *testing.T, st dataplane.StorageProvider, id string, file fu
 	}
 	var key string
 	for range 2 {
-		k, err := st.Archive(ctx, id, "op1")
+		k, err := Exited(t, func() (string, error) { return st.Archive(ctx, id, "op1") })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -188,7 +228,7 @@ func RestoreTwice(t *testing.T, st dataplane.StorageProvider, id, key string) {
 		t.Fatalf("marker of a new volume = %q, %v", m, err)
 	}
 	for range 2 {
-		m, err := st.Restore(ctx, id, key)
+		m, err := Exited(t, func() (string, error) { return st.Restore(ctx, id, key) })
 		if err != nil || m != key {
 			t.Fatalf("Restore = %q, %v", m, err)
 		}
@@ -223,7 +263,7 @@ func CheckRestoredThenDelete(t *testing.T, st dataplane.StorageProvider, id stri
 	if b, err := os.ReadFile(file("src/main.go")); string(b) != "package main" {
 		t.Fatalf("restored file = %q, %v", b, err)
 	}
-	if _, err := st.Restore(ctx, id, archive.Key(id, "nope")); !errors.Is(err, controller.ErrTerminal) {
+	if _, err := Exited(t, func() (string, error) { return st.Restore(ctx, id, archive.Key(id, "nope")) }); !errors.Is(err, controller.ErrTerminal) {
 		t.Fatalf("Restore of a missing archive: %v, want terminal", err)
 	}
 	if m, _ := st.RestoreMarker(ctx, id); m != "" {

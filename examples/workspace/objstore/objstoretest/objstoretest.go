@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/tendhq/tend/examples/workspace/objstore"
+	"github.com/tendhq/tend/examples/workspace/storagejob"
 )
 
 // PartSize is the upload part size of the stores [S3] opens: the smallest S3
@@ -240,12 +241,13 @@ func S3(t testing.TB) *objstore.S3 {
 	}
 	var b [6]byte
 	_, _ = rand.Read(b[:])
+	c := S3Credentials()
 	s, err := objstore.NewS3(context.Background(), objstore.S3Config{
 		Endpoint:     endpoint,
 		Bucket:       "tend-test-" + hex.EncodeToString(b[:]),
-		AccessKey:    os.Getenv("TEND_S3_ACCESS_KEY"),
-		SecretKey:    os.Getenv("TEND_S3_SECRET_KEY"),
-		Region:       os.Getenv("TEND_S3_REGION"),
+		AccessKey:    c.AccessKey,
+		SecretKey:    c.SecretKey,
+		Region:       c.Region,
 		CreateBucket: true,
 		PartSize:     PartSize,
 	})
@@ -254,4 +256,12 @@ func S3(t testing.TB) *objstore.S3 {
 	}
 	t.Cleanup(s.Close)
 	return s
+}
+
+// S3Credentials returns the endpoint and keys of the test server that
+// scripts/test.sh starts, as a storage job takes them: those the stores of
+// [S3] use.
+func S3Credentials() storagejob.Credentials {
+	return storagejob.Credentials{Endpoint: os.Getenv("TEND_S3_ENDPOINT"), AccessKey: os.Getenv("TEND_S3_ACCESS_KEY"),
+		SecretKey: os.Getenv("TEND_S3_SECRET_KEY"), Region: os.Getenv("TEND_S3_REGION")}
 }
