@@ -49,7 +49,8 @@ func (l Leadership) equal(o Leadership) bool {
 //   - with [Sharded], always false: no replica leads, each holds a share of
 //     the shards ([Manager.OwnedShards]).
 //
-// It is safe to call at any time, from any goroutine, and takes no lock.
+// It may be called at any time, from any goroutine (OnLeadershipChange
+// included), and never waits for the manager.
 func (m *Manager) IsLeader() bool {
 	switch m.mode {
 	case Single:
@@ -64,8 +65,8 @@ func (m *Manager) IsLeader() bool {
 // OwnedShards returns the shards this replica reconciles the keys of, sorted:
 // the shard leases it holds and is not giving up. It returns nil when it
 // holds none, which is always the case outside [Sharded] mode and while
-// [Manager.Run] is not running. It is safe to call at any time, from any
-// goroutine, and takes no lock.
+// [Manager.Run] is not running. It may be called at any time, from any
+// goroutine (OnLeadershipChange included), and never waits for the manager.
 func (m *Manager) OwnedShards() []int {
 	if s := m.sharding.Load(); s != nil {
 		return s.owned()

@@ -530,6 +530,54 @@ func TestLivenessHungLeaseCall(t *testing.T) {
 	})
 }
 
+// A manager's series are registered by mode; a second manager on the same
+// registry is refused with an error unless its registerer is wrapped.
+func TestManagerMetricsRegistration(t *testing.T) {
+	s := newStore(t, memory.Config{})
+	reg := prometheus.NewRegistry()
+	newManager := func(r prometheus.Registerer, mode controller.Mode) error {
+		_, err := controller.NewManager(controller.ManagerConfig{
+			Controllers:         []*controller.Controller{newNopController(t)},
+			Mode:                mode,
+			Leaser:              s,
+			MetricsRegisterer:   r,
+			StuckReconcileAfter: -1,
+		})
+		return err
+	}
+	if err := newManager(reg, controller.Sharded); err != nil {
+		t.Fatal(err)
+	}
+	if err := newManager(reg, controller.Sharded); err == nil {
+		t.Error("a second manager registered the same series on one registry")
+	}
+	wrapped := prometheus.NewRegistry()
+	for _, name := range []string{"one", "two"} {
+		if err := newManager(prometheus.WrapRegistererWith(prometheus.Labels{"manager": name}, wrapped), controller.Sharded); err != nil {
+			t.Errorf("manager %s on a wrapped registerer: %v", name, err)
+		}
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range families {
+		names = append(names, f.GetName())
+	}
+	if want := []string{"tend_manager_lease_renew_failures_total", "tend_manager_owned_shards"}; !slices.Equal(names, want) {
+		t.Errorf("Sharded series %v, want %v", names, want)
+	}
+
+	single := prometheus.NewRegistry()
+	if err := newManager(single, controller.Single); err != nil {
+		t.Fatal(err)
+	}
+	if families, _ := single.Gather(); len(families) != 1 || families[0].GetName() != "leader_election_master_status" {
+		t.Errorf("Single series %v, want the leader gauge alone", families)
+	}
+}
+
 func boolGauge(b bool) float64 {
 	if b {
 		return 1

@@ -120,8 +120,9 @@ type ManagerConfig struct {
 	// [Manager.OwnedShards] holds); in LeaderElection and Sharded modes
 	// tend_manager_lease_renew_failures_total (a counter: renewals of a held
 	// lease that failed, refused by the store or unanswered). The tend_manager
-	// series carry no label: to run several managers on one registry, wrap
-	// it (prometheus.WrapRegistererWith). Nil means no metrics.
+	// series carry no label: to run several managers on one registry, give
+	// each a registerer wrapped with labels of its own
+	// (prometheus.WrapRegistererWith). Nil means no metrics.
 	MetricsRegisterer prometheus.Registerer
 
 	// StuckReconcileAfter is how long one reconcile may run before
