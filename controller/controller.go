@@ -97,6 +97,7 @@ type Controller struct {
 	idPrefix  string
 	idCounter atomic.Uint64
 	running   atomic.Bool
+	current   atomic.Pointer[runHealth] // the health of the run in progress; nil when not running
 }
 
 // New returns a controller configured by cfg. It starts nothing: see
@@ -203,7 +204,9 @@ func (c *Controller) run(stop, base context.Context, g gate) error {
 	if err != nil {
 		return fmt.Errorf("controller %s: %w", c.name, err)
 	}
-	r := &runner{c: c, q: q, gate: g}
+	r := &runner{c: c, q: q, gate: g, health: newRunHealth(c.sources)}
+	c.current.Store(r.health)
+	defer c.current.Store(nil)
 
 	work, cancelWork := context.WithCancelCause(base)
 	defer cancelWork(nil)
@@ -284,6 +287,7 @@ type runner struct {
 	q        *workqueue.Queue[string]
 	gate     gate
 	stopping atomic.Bool // set once shutdown began: workers drop the keys still queued
+	health   *runHealth
 }
 
 // Enqueue implements [Enqueuer].
@@ -337,7 +341,9 @@ func (r *runner) next(ctx context.Context) bool {
 		return false
 	}
 	if !r.stopping.Load() {
+		id := r.health.begin(key)
 		r.reconcile(ctx, key)
+		r.health.end(id)
 	}
 	r.q.Done(key)
 	return true

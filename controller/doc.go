@@ -99,6 +99,23 @@
 // backend) needs [ManagerConfig.Unfenced], the stated choice to run without
 // that last guard. See docs/scale-out.md for the reasoning.
 //
+// # Health, leadership and endpoints
+//
+// A [Manager] tells operators whether its replica is healthy and doing its
+// share. [Manager.IsLeader] and [Manager.OwnedShards] report the lead and the
+// shards it holds, and [ManagerConfig.OnLeadershipChange] is called, from a
+// goroutine of [Manager.Run], each time they change.
+// [Manager.CheckReadiness] passes once Run runs, every controller's sources
+// have listed ([Controller.HasSynced]) and, in Sharded mode, the replica
+// holds its share of the shards; as in Kubernetes, a standby replica waiting
+// for the lead is ready, and its leadership is reported apart.
+// [Manager.CheckLiveness] fails while a reconcile has run past
+// [ManagerConfig.StuckReconcileAfter], or the lease calls have failed for
+// longer than the lease duration. [Manager.Handler] serves them as /readyz
+// and /healthz in Kubernetes' format, with /metrics and, when asked,
+// net/http/pprof's /debug/pprof/; [Manager.Serve] runs that handler on an
+// address until its context ends.
+//
 // # Metrics and logs
 //
 // With [Config.MetricsRegisterer] set, a controller exports
@@ -111,9 +128,12 @@
 // controller_runtime_reconcile_time_seconds,
 // controller_runtime_active_workers and
 // controller_runtime_max_concurrent_reconciles, plus its work queue's
-// workqueue_* series. With [Config.Logger] set it logs each failure once,
-// with the fields controller, key and reconcileID (and traceID and spanID
-// when it traces).
+// workqueue_* series. With [ManagerConfig.MetricsRegisterer] set, a manager
+// exports leader_election_master_status (client-go's gauge),
+// tend_manager_owned_shards and tend_manager_lease_renew_failures_total, as
+// its mode calls for. With [Config.Logger] set a controller logs each failure
+// once, with the fields controller, key and reconcileID (and traceID and
+// spanID when it traces).
 //
 // # Tracing
 //

@@ -5,8 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/signal"
 	"slices"
+	"strings"
 	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/tendhq/tend/backends/memory"
 	"github.com/tendhq/tend/controller"
@@ -164,4 +173,113 @@ func ExampleManager() {
 	// team-b/gw-1 in shard 0, fenced by shard/0
 	// team-b/gw-2 in shard 1, fenced by shard/1
 	// leases held after Run: 0
+}
+
+// A replica's health over HTTP, as Kubernetes' probes and Prometheus read it.
+// A replica standing by for the lead is ready; it leads as soon as it takes
+// the leader lease, and the leader gauge follows.
+func ExampleManager_Handler() {
+	s, err := memory.New(memory.Config{Kinds: []string{"Widget"}})
+	if err != nil {
+		panic(err)
+	}
+	reg := prometheus.NewRegistry()
+	c, err := controller.New(controller.Config{
+		Name: "widgets",
+		Reconciler: controller.ReconcilerFunc(func(context.Context, string) (controller.Result, error) {
+			return controller.Result{}, nil
+		}),
+		Sources:           []controller.Source{controller.Kind(s, "Widget")},
+		MetricsRegisterer: reg,
+	})
+	if err != nil {
+		panic(err)
+	}
+	changes := make(chan controller.Leadership, 2)
+	m, err := controller.NewManager(controller.ManagerConfig{
+		Controllers:        []*controller.Controller{c},
+		Mode:               controller.LeaderElection,
+		Leaser:             s,
+		Identity:           "replica-1",
+		MetricsRegisterer:  reg,
+		OnLeadershipChange: func(l controller.Leadership) { changes <- l },
+	})
+	if err != nil {
+		panic(err)
+	}
+	h := m.Handler(controller.HandlerConfig{Gatherer: reg})
+	show := func(path string) {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		fmt.Println("GET", path, rec.Code)
+		for line := range strings.Lines(rec.Body.String()) {
+			if path != "/metrics" || strings.HasPrefix(line, "leader_election_master_status{") {
+				fmt.Println(" ", strings.TrimSpace(line))
+			}
+		}
+	}
+	show("/readyz")
+
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	fmt.Printf("changed: %+v\n", <-changes)
+	for m.CheckReadiness() != nil { // until the sources have listed
+		time.Sleep(10 * time.Millisecond)
+	}
+	show("/readyz")
+	show("/healthz?verbose")
+	show("/metrics")
+	stop()
+	if err := <-done; err != nil {
+		panic(err)
+	}
+	fmt.Printf("changed: %+v\n", <-changes)
+	// Output:
+	// GET /readyz 503
+	//   [-]running failed: the manager is not running
+	//   [+]sources ok
+	//   readyz check failed
+	// changed: {Leader:true Shards:[]}
+	// GET /readyz 200
+	//   ok
+	// GET /healthz?verbose 200
+	//   [+]reconciles ok
+	//   [+]leases ok
+	//   healthz check passed
+	// GET /metrics 200
+	//   leader_election_master_status{name="leader"} 1
+	// changed: {Leader:false Shards:[]}
+}
+
+// The main function of a replica: the manager and its health endpoints run
+// until the process is interrupted, and both have stopped when main returns.
+func ExampleManager_Serve() {
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer cancel()
+
+	reg := prometheus.NewRegistry()
+	c, err := controller.New(controller.Config{
+		Name: "widgets",
+		Reconciler: controller.ReconcilerFunc(func(context.Context, string) (controller.Result, error) {
+			return controller.Result{}, nil
+		}),
+		MetricsRegisterer: reg,
+	})
+	if err != nil {
+		panic(err)
+	}
+	m, err := controller.NewManager(controller.ManagerConfig{
+		Controllers:       []*controller.Controller{c},
+		MetricsRegisterer: reg,
+	})
+	if err != nil {
+		panic(err)
+	}
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return m.Run(ctx) })
+	g.Go(func() error { return m.Serve(ctx, ":8080", controller.HandlerConfig{Gatherer: reg}) })
+	if err := g.Wait(); err != nil {
+		fmt.Println(err)
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 
@@ -111,6 +112,37 @@ type ManagerConfig struct {
 
 	// Logger receives the manager's logs. Nil means no logs.
 	Logger *zap.Logger
+
+	// MetricsRegisterer receives the manager's metrics: in Single and
+	// LeaderElection modes leader_election_master_status (client-go's gauge,
+	// 1 while [Manager.IsLeader], labelled name="<LeasePrefix>leader"); in
+	// Sharded mode tend_manager_owned_shards (a gauge: how many shards
+	// [Manager.OwnedShards] holds); in LeaderElection and Sharded modes
+	// tend_manager_lease_renew_failures_total (a counter: renewals of a held
+	// lease that failed, refused by the store or unanswered). The tend_manager
+	// series carry no label: to run several managers on one registry, give
+	// each a registerer wrapped with labels of its own
+	// (prometheus.WrapRegistererWith). Nil means no metrics.
+	MetricsRegisterer prometheus.Registerer
+
+	// StuckReconcileAfter is how long one reconcile may run before
+	// [Manager.CheckLiveness] reports the replica wedged; a controller whose
+	// [Config.Timeout] is longer is allowed that. Zero means
+	// [DefaultStuckReconcileAfter]; a negative value turns the check off.
+	StuckReconcileAfter time.Duration
+
+	// OnLeadershipChange, when set, is called with this replica's
+	// [Leadership] each time it changes: the lead taken or lost, a shard
+	// taken, lost or given up, and Run starting or stopping in Single mode.
+	// It is called from one goroutine that [Manager.Run] starts, one call at
+	// a time, with no lock of the manager held, so it may call the manager's
+	// methods; Run returns after the last call has returned, and that call
+	// reports that nothing is held any more. Calls report the leadership as
+	// it is when they are made, so a change that is undone before the
+	// callback could be called may go unreported, and two calls never report
+	// the same leadership in a row. The callback never delays the manager's
+	// work, only the next call, but it must not wait for Run to return.
+	OnLeadershipChange func(Leadership)
 }
 
 // Manager runs several controllers and coordinates replicas of them through
@@ -125,9 +157,24 @@ type Manager struct {
 	renew       time.Duration
 	shards      int
 	unfenced    bool
-	log         *zap.Logger // nil when logging is off
-	running     atomic.Bool
+	stuckAfter  time.Duration // 0 when reconciles are never reported stuck
+	onChange    func(Leadership)
+	log         *zap.Logger     // nil when logging is off
+	metrics     *managerMetrics // nil when metrics are off
+	notify      chan struct{}   // capacity 1: the leadership may have changed
+
+	state    atomic.Int32            // stateIdle, stateRunning or stateStopping
+	leading  atomic.Pointer[held]    // the leader lease while this replica leads
+	sharding atomic.Pointer[sharder] // the sharder while Run runs in Sharded mode
+	leases   leaseHealth
 }
+
+// The states of a [Manager].
+const (
+	stateIdle     = iota // Run is not running
+	stateRunning         // Run is running and its context has not ended
+	stateStopping        // Run is stopping
+)
 
 // NewManager returns a manager configured by cfg. It starts nothing: see
 // [Manager.Run].
@@ -154,6 +201,17 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 		ttl:         orDefault(cfg.LeaseDuration, DefaultLeaseDuration),
 		shards:      orDefault(cfg.Shards, DefaultShards),
 		unfenced:    cfg.Unfenced,
+		onChange:    cfg.OnLeadershipChange,
+		notify:      make(chan struct{}, 1),
+	}
+	if cfg.Leaser != nil {
+		m.leaser = &leaseCalls{Leaser: cfg.Leaser, m: m}
+	}
+	switch {
+	case cfg.StuckReconcileAfter == 0:
+		m.stuckAfter = DefaultStuckReconcileAfter
+	case cfg.StuckReconcileAfter > 0:
+		m.stuckAfter = cfg.StuckReconcileAfter
 	}
 	m.renew = orDefault(cfg.RenewPeriod, m.ttl/3)
 	switch {
@@ -177,6 +235,13 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	if cfg.Logger != nil {
 		m.log = cfg.Logger.Named("manager").With(zap.String("identity", m.identity))
 	}
+	if cfg.MetricsRegisterer != nil {
+		mm, err := newManagerMetrics(cfg.MetricsRegisterer, m)
+		if err != nil {
+			return nil, err
+		}
+		m.metrics = mm
+	}
 	return m, nil
 }
 
@@ -188,23 +253,51 @@ func (m *Manager) Identity() string { return m.identity }
 // leases it holds and returns once every goroutine it started has stopped.
 // It returns nil after ctx ends, or the first controller's error.
 //
+// While it runs, [Manager.IsLeader], [Manager.OwnedShards],
+// [Manager.CheckReadiness] and [Manager.CheckLiveness] report on it, and
+// [ManagerConfig.OnLeadershipChange] is told of each change.
+//
 // With LeaderElection, a replica that loses the lead stops its controllers
 // at once (their reconciles' context is cancelled) and stands by again.
 // With Sharded, a replica that loses or gives up a shard stops reconciling
 // its keys at once; one that gains a shard queues its keys again by asking
 // the sources that list ([Kind], [Owns], [Watches], [Resync]) to list again.
 func (m *Manager) Run(ctx context.Context) error {
-	if !m.running.CompareAndSwap(false, true) {
+	if !m.state.CompareAndSwap(stateIdle, stateRunning) {
 		return fmt.Errorf("%w: manager %s", ErrAlreadyRunning, m.identity)
 	}
-	defer m.running.Store(false)
+	defer m.state.Store(stateIdle)
+	m.leases.reset()
+	stopped := make(chan struct{})
+	watch := context.AfterFunc(ctx, func() {
+		defer close(stopped)
+		m.state.CompareAndSwap(stateRunning, stateStopping)
+		m.changed()
+	})
+	var reporter sync.WaitGroup
+	endReports := make(chan struct{})
+	if m.onChange != nil {
+		reporter.Go(func() { m.report(endReports) })
+	}
+	m.changed()
+
+	var err error
 	switch m.mode {
 	case LeaderElection:
-		return m.runLeader(ctx)
+		err = m.runLeader(ctx)
 	case Sharded:
-		return m.runSharded(ctx)
+		err = m.runSharded(ctx)
+	default:
+		err = m.runAll(ctx, context.WithoutCancel(ctx), nil)
 	}
-	return m.runAll(ctx, context.WithoutCancel(ctx), nil)
+
+	if !watch() {
+		<-stopped
+	}
+	m.state.Store(stateStopping)
+	close(endReports)
+	reporter.Wait()
+	return err
 }
 
 // runAll runs every controller until stop ends or one fails.
@@ -295,6 +388,17 @@ func (m *Manager) lead(ctx context.Context, h *held) error {
 	stop, cancelStop := context.WithCancel(ctx)
 	defer cancelStop()
 	context.AfterFunc(h.ctx, cancelStop)
+	m.leading.Store(h)
+	m.changed()
+	lostOrGivenUp := make(chan struct{})
+	context.AfterFunc(h.ctx, func() {
+		m.changed()
+		close(lostOrGivenUp)
+	})
+	defer func() {
+		<-lostOrGivenUp
+		m.leading.Store(nil)
+	}()
 
 	var renewals sync.WaitGroup
 	renewals.Go(func() {
@@ -327,6 +431,8 @@ var errGivenUp = errors.New("controller: lease given up")
 // they run and gives them up after they stopped.
 func (m *Manager) runSharded(ctx context.Context) error {
 	s := newSharder(m)
+	m.sharding.Store(s)
+	defer m.sharding.Store(nil)
 	life, end := context.WithCancel(context.WithoutCancel(ctx))
 	var loop sync.WaitGroup
 	loop.Go(func() { s.run(ctx, life) })

@@ -22,11 +22,34 @@ import (
 type crashable struct {
 	store.Leaser
 	dead atomic.Bool
+	// cut makes every lease call fail, as a network partition between the
+	// replica and the store would, until it is cleared.
+	cut atomic.Bool
 	// loseNext makes the next RenewLease report store.ErrLeaseLost.
 	loseNext atomic.Bool
+	// stall, when set before the replica starts, holds every lease call
+	// until it is closed or the call's context ends, as a store that stopped
+	// answering would.
+	stall chan struct{}
 }
 
-var errCrashed = errors.New("replica crashed")
+// wait holds a call while the store stalls.
+func (c *crashable) wait(ctx context.Context) error {
+	if c.stall == nil {
+		return nil
+	}
+	select {
+	case <-c.stall:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+var (
+	errCrashed     = errors.New("replica crashed")
+	errUnreachable = errors.New("store unreachable")
+)
 
 // errCannotFence is what a store that cannot check fences answers a fenced
 // write with.
@@ -41,12 +64,24 @@ func (c *crashable) AcquireLease(ctx context.Context, name, holder string, ttl t
 	if c.dead.Load() {
 		return store.Lease{}, errCrashed
 	}
+	if c.cut.Load() {
+		return store.Lease{}, errUnreachable
+	}
+	if err := c.wait(ctx); err != nil {
+		return store.Lease{}, err
+	}
 	return c.Leaser.AcquireLease(ctx, name, holder, ttl)
 }
 
 func (c *crashable) RenewLease(ctx context.Context, l store.Lease) (store.Lease, error) {
 	if c.dead.Load() {
 		return store.Lease{}, errCrashed
+	}
+	if c.cut.Load() {
+		return store.Lease{}, errUnreachable
+	}
+	if err := c.wait(ctx); err != nil {
+		return store.Lease{}, err
 	}
 	if c.loseNext.CompareAndSwap(true, false) {
 		return store.Lease{}, fmt.Errorf("renew: %w", store.ErrLeaseLost)
@@ -58,12 +93,21 @@ func (c *crashable) ReleaseLease(ctx context.Context, l store.Lease) error {
 	if c.dead.Load() {
 		return nil
 	}
+	if c.cut.Load() {
+		return errUnreachable
+	}
 	return c.Leaser.ReleaseLease(ctx, l)
 }
 
 func (c *crashable) ListLeases(ctx context.Context, prefix string) ([]store.Lease, error) {
 	if c.dead.Load() {
 		return nil, errCrashed
+	}
+	if c.cut.Load() {
+		return nil, errUnreachable
+	}
+	if err := c.wait(ctx); err != nil {
+		return nil, err
 	}
 	return c.Leaser.ListLeases(ctx, prefix)
 }
@@ -79,6 +123,9 @@ type fleet struct {
 	// that cannot fence, writing through a store that refuses fenced writes,
 	// as the Kubernetes backend does.
 	unfenced bool
+	// configure, when set, completes the configuration of each replica's
+	// manager.
+	configure func(id string, cfg *controller.ManagerConfig)
 
 	mu         sync.Mutex        // guards the fields below
 	inflight   map[string]string // key -> replica reconciling it
@@ -218,6 +265,7 @@ func (f *fleet) holders() map[string]int {
 }
 
 type replica struct {
+	m       *controller.Manager
 	leaser  *crashable
 	crashed chan struct{}
 	cancel  context.CancelFunc
@@ -242,7 +290,7 @@ func (f *fleet) start(id string, mode controller.Mode, wantLease func(string) st
 	if f.unfenced {
 		leaser = cannotFence{leaser}
 	}
-	m, err := controller.NewManager(controller.ManagerConfig{
+	cfg := controller.ManagerConfig{
 		Controllers:   []*controller.Controller{c},
 		Mode:          mode,
 		Leaser:        leaser,
@@ -251,13 +299,17 @@ func (f *fleet) start(id string, mode controller.Mode, wantLease func(string) st
 		LeaseDuration: 3 * time.Second,
 		RenewPeriod:   time.Second,
 		Shards:        f.shards,
-	})
+	}
+	if f.configure != nil {
+		f.configure(id, &cfg)
+	}
+	r.m, err = controller.NewManager(cfg)
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	var ctx context.Context
 	ctx, r.cancel = context.WithCancel(f.t.Context())
-	go func() { r.done <- m.Run(ctx) }()
+	go func() { r.done <- r.m.Run(ctx) }()
 	return r
 }
 

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
 	"hash/fnv"
 	"slices"
 	"strconv"
@@ -36,8 +37,11 @@ var errShardGivenUp = errors.New("controller: shard given up")
 // it holds. It is the [gate] of the controllers of a Sharded manager.
 type sharder struct {
 	m    *Manager
-	live []atomic.Bool // per shard: held and not being given up; read by owns without the lock
+	live []atomic.Bool // per shard: held and not being given up; read by owns without the lock; set by setLive
 	wake chan struct{} // capacity 1: asks the loop for a round now
+	// target is how many shards this replica should hold, as the last
+	// balance computed; -1 before the first.
+	target atomic.Int64
 
 	mu     sync.Mutex // guards shards and subs
 	shards []*shard   // per shard; nil when not held
@@ -56,13 +60,47 @@ type shard struct {
 }
 
 func newSharder(m *Manager) *sharder {
-	return &sharder{
+	s := &sharder{
 		m:      m,
 		live:   make([]atomic.Bool, m.shards),
 		wake:   make(chan struct{}, 1),
 		shards: make([]*shard, m.shards),
 		subs:   make(map[chan struct{}]struct{}),
 	}
+	s.target.Store(-1)
+	return s
+}
+
+// setLive records whether shard i is held and not being given up, and tells
+// the manager when that changed.
+func (s *sharder) setLive(i int, live bool) {
+	if s.live[i].Swap(live) != live {
+		s.m.changed()
+	}
+}
+
+// owned returns the shards held and not being given up, sorted; nil if none.
+func (s *sharder) owned() []int {
+	var out []int
+	for i := range s.live {
+		if s.live[i].Load() {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// shareMissing returns why this replica does not hold its share of the
+// shards, or "" when it does.
+func (s *sharder) shareMissing() string {
+	target := s.target.Load()
+	if target < 0 {
+		return "the shards have not been balanced yet"
+	}
+	if n := len(s.owned()); int64(n) < target {
+		return fmt.Sprintf("holds %d of its share of %d shards", n, target)
+	}
+	return ""
 }
 
 func (s *sharder) shardName(i int) string { return s.m.prefix + "shard/" + strconv.Itoa(i) }
@@ -166,7 +204,7 @@ func (s *sharder) round(ctx context.Context, balance bool) {
 		gone := lost || (sh.leaving && idle)
 		if gone {
 			s.shards[i] = nil
-			s.live[i].Store(false)
+			s.setLive(i, false)
 		}
 		s.mu.Unlock()
 		switch {
@@ -216,6 +254,7 @@ func (s *sharder) balance(ctx context.Context) {
 	if me < n%len(ids) {
 		target++
 	}
+	s.target.Store(int64(target))
 
 	s.mu.Lock()
 	var mine []int
@@ -229,7 +268,7 @@ func (s *sharder) balance(ctx context.Context) {
 		for _, i := range mine[target:] {
 			sh := s.shards[i]
 			sh.leaving = true
-			s.live[i].Store(false)
+			s.setLive(i, false)
 			sh.stopWork(errShardGivenUp)
 		}
 		s.mu.Unlock()
@@ -278,9 +317,9 @@ func (s *sharder) balance(ctx context.Context) {
 		work, stopWork := context.WithCancelCause(h.ctx)
 		s.mu.Lock()
 		s.shards[i] = &shard{h: h, work: work, stopWork: stopWork}
-		s.live[i].Store(true)
+		s.setLive(i, true)
 		s.mu.Unlock()
-		context.AfterFunc(h.ctx, func() { s.live[i].Store(false); s.poke() })
+		context.AfterFunc(h.ctx, func() { s.setLive(i, false); s.poke() })
 		need--
 		gained = true
 		if s.m.log != nil {
@@ -306,7 +345,7 @@ func (s *sharder) giveUpAll(ctx context.Context) {
 		s.mu.Lock()
 		sh := s.shards[i]
 		s.shards[i] = nil
-		s.live[i].Store(false)
+		s.setLive(i, false)
 		s.mu.Unlock()
 		if sh == nil {
 			continue

@@ -166,6 +166,9 @@ func (s *watchSource) Start(ctx context.Context, e Enqueuer) error {
 				continue
 			}
 			rev, listed = r, true
+			if h, ok := e.(*runner); ok {
+				h.health.synced(s)
+			}
 		}
 		w, err := s.lw.Watch(ctx, s.kind, rev)
 		if err == nil {

@@ -1,0 +1,149 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
+)
+
+// HandlerConfig configures the handler of [Manager.Handler].
+type HandlerConfig struct {
+	// Gatherer is served as /metrics in Prometheus' formats, usually the
+	// registry given as the MetricsRegisterer of the manager and its
+	// controllers. Nil means no /metrics.
+	Gatherer prometheus.Gatherer
+
+	// Pprof serves the runtime's profiles under /debug/pprof/ with the
+	// handlers of net/http/pprof. Profiles reveal the program's internals
+	// and cost CPU: serve them only where operators alone can reach them.
+	// (Importing this package imports net/http/pprof, whose init registers
+	// the same handlers on http.DefaultServeMux; this handler does not use
+	// DefaultServeMux.)
+	Pprof bool
+}
+
+// Handler returns an HTTP handler of the replica's health, as Kubernetes'
+// probes and Prometheus expect it:
+//   - /readyz: [Manager.CheckReadiness].
+//   - /healthz: [Manager.CheckLiveness].
+//   - /metrics: [HandlerConfig.Gatherer], when set.
+//   - /debug/pprof/: the runtime's profiles, when [HandlerConfig.Pprof] is set.
+//
+// /readyz and /healthz answer GET and HEAD: 200 with the body "ok" when every
+// check passes, else 503 with one line per check, "[+]name ok" or
+// "[-]name failed: reason", and a last line "readyz check failed" (or
+// healthz). With the query parameter verbose, a passing answer lists its
+// checks too and ends with "readyz check passed". Other paths are not found.
+func (m *Manager) Handler(cfg HandlerConfig) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /readyz", checkHandler("readyz", m.readiness))
+	mux.Handle("GET /healthz", checkHandler("healthz", m.liveness))
+	if cfg.Gatherer != nil {
+		mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}))
+	}
+	if cfg.Pprof {
+		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+		mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("POST /debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	}
+	return mux
+}
+
+// checkHandler serves the outcome of checks in Kubernetes' format.
+func checkHandler(kind string, checks func(time.Time) []check) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cs := checks(time.Now())
+		failed := false
+		for _, c := range cs {
+			failed = failed || c.reason != ""
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Cache-Control", "no-store")
+		_, verbose := r.URL.Query()["verbose"]
+		if !failed && !verbose {
+			_, _ = io.WriteString(w, "ok")
+			return
+		}
+		var b strings.Builder
+		for _, c := range cs {
+			if c.reason == "" {
+				fmt.Fprintf(&b, "[+]%s ok\n", c.name)
+			} else {
+				fmt.Fprintf(&b, "[-]%s failed: %s\n", c.name, c.reason)
+			}
+		}
+		if failed {
+			fmt.Fprintf(&b, "%s check failed\n", kind)
+			w.WriteHeader(http.StatusServiceUnavailable)
+		} else {
+			fmt.Fprintf(&b, "%s check passed\n", kind)
+		}
+		_, _ = io.WriteString(w, b.String())
+	})
+}
+
+// serveShutdownTimeout is how long [Manager.Serve] lets requests in flight
+// finish once its context ended.
+const serveShutdownTimeout = 5 * time.Second
+
+// Serve serves [Manager.Handler](cfg) over HTTP on addr (a TCP address, as
+// for net.Listen) until ctx ends. It then stops accepting connections, ends
+// the requests' contexts, gives the requests in flight up to 5 seconds to
+// finish, closes the connections left and returns nil. It returns at once
+// with the error if it cannot listen on addr, and returns the error if
+// serving fails.
+//
+// Serve does not depend on [Manager.Run]: run both, and the probes report
+// the manager as it starts and stops.
+func (m *Manager) Serve(ctx context.Context, addr string, cfg HandlerConfig) error {
+	var lc net.ListenConfig
+	l, err := lc.Listen(ctx, "tcp", addr)
+	if err != nil {
+		return fmt.Errorf("controller: serving health: %w", err)
+	}
+	srv := &http.Server{
+		Handler:           m.Handler(cfg),
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+	if m.log != nil {
+		m.log.Info("serving health", zap.Stringer("address", l.Addr()))
+	}
+	served := make(chan struct{})
+	var shutdown sync.WaitGroup
+	shutdown.Go(func() {
+		select {
+		case <-ctx.Done():
+		case <-served:
+			return
+		}
+		grace, cancel := context.WithTimeout(context.WithoutCancel(ctx), serveShutdownTimeout)
+		defer cancel()
+		if srv.Shutdown(grace) != nil {
+			_ = srv.Close()
+		}
+	})
+	err = srv.Serve(l)
+	close(served)
+	shutdown.Wait()
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	_ = srv.Close()
+	return fmt.Errorf("controller: serving health: %w", err)
+}
