@@ -133,7 +133,10 @@
 // tend_manager_owned_shards and tend_manager_lease_renew_failures_total, as
 // its mode calls for. With [Config.Logger] set a controller logs each failure
 // once, with the fields controller, key and reconcileID (and traceID and
-// spanID when it traces).
+// spanID when it traces). A driver's reconciles add kind, and log one line
+// "phase changed" per transition with from, to, intent and after, the time
+// the document spent in the phase it left; the reconcileID joins the line to
+// the reconcile's span.
 //
 // # Tracing
 //

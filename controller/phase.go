@@ -830,7 +830,11 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) report(ctx context.Context, l
 		d.metrics.failed(read.Phase, next.Failure.Cause) // the reconcile's error says why
 	}
 	if log != nil {
-		log.Info("phase changed", zap.Any("from", read.Phase), zap.Any("to", next.Phase), zap.Any("intent", intent))
+		fields := []zap.Field{zap.Any("from", read.Phase), zap.Any("to", next.Phase), zap.Any("intent", intent)}
+		if !read.Since.IsZero() {
+			fields = append(fields, zap.Duration("after", now.Sub(read.Since)))
+		}
+		log.Info("phase changed", fields...)
 	}
 }
 

@@ -3,6 +3,7 @@ package controller_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -79,10 +80,21 @@ func TestDriverUnderController(t *testing.T) {
 		if len(changes) != 3 {
 			t.Errorf("%d phase-change logs with kind and key, want 3", len(changes))
 		}
+		var fromStarting int
 		for _, e := range changes {
-			if _, ok := e.ContextMap()["reconcileID"]; !ok {
-				t.Errorf("log without a reconcile id: %v", e.ContextMap())
+			fields := e.ContextMap()
+			if _, ok := fields["reconcileID"]; !ok {
+				t.Errorf("log without a reconcile id: %v", fields)
 			}
+			if fmt.Sprint(fields["from"]) == "Starting" {
+				fromStarting++
+				if fields["after"] != 30*time.Second {
+					t.Errorf("left Starting after %v, want 30s: %v", fields["after"], fields)
+				}
+			}
+		}
+		if fromStarting != 1 {
+			t.Errorf("%d logs of a change from Starting, want 1", fromStarting)
 		}
 	})
 }
