@@ -3,12 +3,13 @@ package main
 import (
 	"context"
 	"io"
-	"os"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/tendhq/tend/examples/internal/servertest"
 )
 
 func TestMain(m *testing.M) {
@@ -65,14 +66,7 @@ func TestScenario(t *testing.T) {
 // databases, then deletes every gateway; it checks the ordering rules on the
 // API server's audit log, and that nothing is left in the cluster.
 func TestScenarioKube(t *testing.T) {
-	kubeconfig, audit := os.Getenv("TEND_KUBECONFIG"), os.Getenv("TEND_KUBE_AUDIT_LOG")
-	if kubeconfig == "" || audit == "" {
-		msg := "TEND_KUBECONFIG or TEND_KUBE_AUDIT_LOG is not set: run `make test` (or source scripts/servers/kube.sh) to start a Kubernetes cluster"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	kubeconfig, audit := servertest.Env(t, "TEND_KUBECONFIG", "kube"), servertest.Env(t, "TEND_KUBE_AUDIT_LOG", "kube")
 	opts := options{Gateways: 6, FailureRate: 0.2, Seed: 5, Timeout: 5 * time.Minute, Kubeconfig: kubeconfig, AuditLog: audit}
 	rep, err := run(t.Context(), opts, io.Discard)
 	if err != nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/tendhq/tend/examples/internal/servertest"
 	"github.com/tendhq/tend/examples/workspace/kube"
 )
 
@@ -24,13 +24,7 @@ import (
 // a bucket of the S3 server scripts/test.sh starts, whose keys the Jobs take
 // from a Secret.
 func TestScenarioCluster(t *testing.T) {
-	path := os.Getenv("TEND_KUBECONFIG")
-	if path == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("TEND_KUBECONFIG is not set under CI: scripts/servers/kube.sh did not start a cluster")
-		}
-		t.Skip("TEND_KUBECONFIG is not set: run make test, which starts a Kubernetes cluster")
-	}
+	path := servertest.Env(t, "TEND_KUBECONFIG", "kube")
 	for _, tc := range []struct {
 		name     string
 		archives func(t *testing.T) archives

@@ -11,49 +11,21 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/tendhq/tend/backends/kube"
 	"github.com/tendhq/tend/backends/memory"
 	"github.com/tendhq/tend/examples/gateway/infra"
 	"github.com/tendhq/tend/examples/gateway/platform"
+	"github.com/tendhq/tend/examples/internal/servertest"
 	"github.com/tendhq/tend/finalizer"
 	"github.com/tendhq/tend/store"
 )
-
-// needEnv returns the environment variable name that the server script
-// scripts/servers/<script>.sh exports when it starts what the test needs.
-// Without it the test is skipped, except under CI, where it fails.
-func needEnv(t *testing.T, name, script string) string {
-	t.Helper()
-	v := os.Getenv(name)
-	if v == "" {
-		msg := name + " is not set: run `make test` (or source scripts/servers/" + script + ".sh) to start the server"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return v
-}
-
-// restConfig returns the configuration of the test cluster.
-func restConfig(t *testing.T) *rest.Config {
-	t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", needEnv(t, "TEND_KUBECONFIG", "kube"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.QPS, cfg.Burst = 200, 400
-	return cfg
-}
 
 // newKube returns a Kube on the test cluster, with the custom resources
 // installed, and a client of the same cluster for the test's own looks.
 func newKube(t *testing.T) (*infra.Kube, *kube.Client) {
 	t.Helper()
-	cfg := restConfig(t)
+	cfg := servertest.Kube(t, "TEND_KUBECONFIG")
 	k, err := infra.NewKube(infra.KubeConfig{REST: cfg})
 	if err != nil {
 		t.Fatal(err)
@@ -238,7 +210,7 @@ func TestKubeTerminating(t *testing.T) {
 // scheduler, kwok's nodes) a Deployment becomes ready, and once deleted
 // stays Terminating until its pods are gone.
 func TestKubeDeployment(t *testing.T) {
-	needEnv(t, "TEND_KUBE_AUDIT_LOG", "kube") // the cluster with its controllers
+	servertest.Env(t, "TEND_KUBE_AUDIT_LOG", "kube") // the cluster with its controllers
 	k, c := newKube(t)
 	ctx := t.Context()
 	ns := uniqueNamespace("infra-dep")
@@ -311,7 +283,7 @@ func (l *databaseLog) Ops() []infra.Op {
 // when TEND_POSTGRES_URL is set and simulated otherwise, and checks the
 // platform's ordering rules on the API server's audit log.
 func TestKubeCascade(t *testing.T) {
-	audit := needEnv(t, "TEND_KUBE_AUDIT_LOG", "kube")
+	audit := servertest.Env(t, "TEND_KUBE_AUDIT_LOG", "kube")
 	k, _ := newKube(t)
 	var dbs infra.Databases
 	if os.Getenv("TEND_POSTGRES_URL") != "" {
@@ -399,7 +371,7 @@ func TestKubeCascade(t *testing.T) {
 // log, catch a Deployment deleted while a route exists and a database
 // dropped while the Deployment is still Terminating.
 func TestKubeAuditCatchesDisorder(t *testing.T) {
-	audit := needEnv(t, "TEND_KUBE_AUDIT_LOG", "kube")
+	audit := servertest.Env(t, "TEND_KUBE_AUDIT_LOG", "kube")
 	k, c := newKube(t)
 	ctx := t.Context()
 	ns := uniqueNamespace("gw-bad")
@@ -474,7 +446,7 @@ func databaseOf(id string) infra.Database {
 // server, behind the controller's back: the gateway's health check notices
 // and its Starting operation makes the Deployment again, available.
 func TestKubeDrift(t *testing.T) {
-	needEnv(t, "TEND_KUBE_AUDIT_LOG", "kube") // the cluster with its controllers: pods become ready
+	servertest.Env(t, "TEND_KUBE_AUDIT_LOG", "kube") // the cluster with its controllers: pods become ready
 	k, client := newKube(t)
 	sim, err := infra.NewSim(infra.SimConfig{})
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/tendhq/tend/backends/memory"
 	"github.com/tendhq/tend/examples/gateway/infra"
 	"github.com/tendhq/tend/examples/gateway/platform"
+	"github.com/tendhq/tend/examples/internal/servertest"
 	"github.com/tendhq/tend/store"
 )
 
@@ -30,7 +31,7 @@ func TestMain(m *testing.M) {
 // skipped elsewhere.
 func newPool(t *testing.T) *pgxpool.Pool {
 	t.Helper()
-	pool, err := pgxpool.New(context.Background(), needEnv(t, "TEND_POSTGRES_URL", "postgres"))
+	pool, err := pgxpool.New(context.Background(), servertest.Env(t, "TEND_POSTGRES_URL", "postgres"))
 	if err != nil {
 		t.Fatal(err)
 	}

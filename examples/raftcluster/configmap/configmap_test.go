@@ -2,74 +2,25 @@ package configmap_test
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/tendhq/tend/backends/kube"
+	"github.com/tendhq/tend/examples/internal/servertest"
 	"github.com/tendhq/tend/examples/raftcluster/configmap"
 	"github.com/tendhq/tend/examples/raftcluster/operator"
 	"github.com/tendhq/tend/examples/raftcluster/operator/operatortest"
 	"github.com/tendhq/tend/store"
 )
 
-// kubeconfig reads the kubeconfig whose path is in the environment variable
-// env, which scripts/servers/kube.sh exports. Without it the test is
-// skipped, except under CI, where it fails.
-func kubeconfig(t *testing.T, env string) *rest.Config {
-	t.Helper()
-	path := os.Getenv(env)
-	if path == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is not set: CI must run `make test`, which starts the Kubernetes API servers", env)
-		}
-		t.Skipf("%s is not set; run `make test`, which starts the Kubernetes API servers", env)
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.QPS, cfg.Burst = 500, 1000
-	return cfg
-}
-
-var namespaces atomic.Int64
-
-// namespace creates a namespace of the test's own, deleted when it ends.
-func namespace(t *testing.T, cs kubernetes.Interface) string {
-	t.Helper()
-	ns := fmt.Sprintf("raftcluster-cm-%d-%d", time.Now().UnixNano()%1e9, namespaces.Add(1))
-	if _, err := cs.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create namespace %s: %v", ns, err)
-	}
-	t.Cleanup(func() { _ = cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
-	return ns
-}
-
-func clientset(t *testing.T, cfg *rest.Config) *kubernetes.Clientset {
-	t.Helper()
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cs
-}
-
 // TestContract runs the member configuration's contract on the quiet API
 // server: nothing there collects the ConfigMaps of clusters that do not
 // exist.
 func TestContract(t *testing.T) {
-	cfg := kubeconfig(t, "TEND_KUBE_STORE_KUBECONFIG")
-	ns := namespace(t, clientset(t, cfg))
+	cfg := servertest.Kube(t, "TEND_KUBE_STORE_KUBECONFIG")
+	ns := servertest.Namespace(t, servertest.Clientset(t, cfg), "raftcluster-cm")
 	operatortest.TestMemberConfig(t, func(t *testing.T) operator.MemberConfig {
 		mc, err := configmap.New(configmap.Config{REST: cfg, Namespace: ns})
 		if err != nil {
@@ -83,8 +34,8 @@ func TestContract(t *testing.T) {
 // annotation and owner reference, and that a write of what it holds already
 // is not sent.
 func TestConfigMap(t *testing.T) {
-	cfg := kubeconfig(t, "TEND_KUBE_STORE_KUBECONFIG")
-	ns := namespace(t, clientset(t, cfg))
+	cfg := servertest.Kube(t, "TEND_KUBE_STORE_KUBECONFIG")
+	ns := servertest.Namespace(t, servertest.Clientset(t, cfg), "raftcluster-cm")
 	mc, err := configmap.New(configmap.Config{REST: cfg, Namespace: ns, Group: "db.example.com"})
 	if err != nil {
 		t.Fatal(err)
@@ -139,8 +90,8 @@ func TestConfigMap(t *testing.T) {
 // runs, and checks that deleting the cluster deletes its ConfigMap: the
 // owner reference names the custom resource the kube store writes.
 func TestCollectedWithItsCluster(t *testing.T) {
-	cfg := kubeconfig(t, "TEND_KUBECONFIG")
-	ns := namespace(t, clientset(t, cfg))
+	cfg := servertest.Kube(t, "TEND_KUBECONFIG")
+	ns := servertest.Namespace(t, servertest.Clientset(t, cfg), "raftcluster-cm")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	b, err := kube.New(kube.Config{REST: cfg, Kinds: []string{operator.KindCluster}, Namespace: ns})

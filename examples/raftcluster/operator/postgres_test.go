@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tendhq/tend/backends/postgres"
+	"github.com/tendhq/tend/examples/internal/servertest"
 	"github.com/tendhq/tend/examples/raftcluster/operator"
 	"github.com/tendhq/tend/store"
 )
@@ -21,7 +22,7 @@ import (
 // where it fails.
 func postgresStore(t *testing.T) (store.Backend, operator.MemberConfig) {
 	t.Helper()
-	url := serverEnv(t, "TEND_POSTGRES_URL", "the PostgreSQL server")
+	url := servertest.Env(t, "TEND_POSTGRES_URL", "postgres")
 	ctx := context.Background()
 	pool, err := pgxpool.New(ctx, url)
 	if err != nil {

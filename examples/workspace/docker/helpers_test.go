@@ -12,6 +12,7 @@ import (
 
 	"github.com/moby/moby/client"
 
+	"github.com/tendhq/tend/examples/internal/servertest"
 	"github.com/tendhq/tend/examples/workspace/dataplane/dataplanetest"
 	"github.com/tendhq/tend/examples/workspace/docker"
 	"github.com/tendhq/tend/examples/workspace/local"
@@ -29,9 +30,7 @@ const (
 // starts. Without it the test fails under CI and is skipped otherwise.
 func engine(t *testing.T) *client.Client {
 	t.Helper()
-	host := dataplanetest.ServerEnv(t, "TEND_DOCKER_HOST",
-		"TEND_DOCKER_HOST is unset under CI: scripts/servers/docker.sh did not start a Docker engine",
-		"TEND_DOCKER_HOST is unset: run make test, which starts a Docker engine")
+	host := servertest.Env(t, "TEND_DOCKER_HOST", "docker")
 	cli, err := client.New(client.WithHost(host))
 	if err != nil {
 		t.Fatal(err)

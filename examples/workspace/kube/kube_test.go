@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/tendhq/tend/controller"
+	"github.com/tendhq/tend/examples/internal/servertest"
 	"github.com/tendhq/tend/examples/workspace/archive"
 	"github.com/tendhq/tend/examples/workspace/dataplane"
 	"github.com/tendhq/tend/examples/workspace/dataplane/dataplanetest"
@@ -37,7 +38,7 @@ func crash(t *testing.T, in *kube.Instances, cfg *rest.Config, ns, id string) {
 	}
 	p.Status.Phase = corev1.PodFailed
 	p.Status.Conditions = nil
-	if _, err := clientset(t, cfg).CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+	if _, err := servertest.Clientset(t, cfg).CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -48,8 +49,8 @@ func crash(t *testing.T, in *kube.Instances, cfg *rest.Config, ns, id string) {
 // a missing Pod is a no-op and keeps the volume.
 func TestInstancesIdempotent(t *testing.T) {
 	ctx := context.Background()
-	cfg := restConfig(t)
-	ns := namespace(t, clientset(t, cfg))
+	cfg := servertest.Kube(t, "TEND_KUBECONFIG")
+	ns := servertest.PodNamespace(t, servertest.Clientset(t, cfg), "tend-ws")
 	id := dataplanetest.WorkspaceID()
 	st, in := newBackends(t, cfg, ns, id)
 
@@ -115,9 +116,9 @@ func TestInstancesIdempotent(t *testing.T) {
 // volume cannot be archived; nothing is left behind.
 func TestStorageIdempotent(t *testing.T) {
 	ctx := context.Background()
-	cfg := restConfig(t)
-	cs := clientset(t, cfg)
-	ns := namespace(t, cs)
+	cfg := servertest.Kube(t, "TEND_KUBECONFIG")
+	cs := servertest.Clientset(t, cfg)
+	ns := servertest.PodNamespace(t, cs, "tend-ws")
 	id := dataplanetest.WorkspaceID()
 	st, _ := newBackends(t, cfg, ns, id)
 
@@ -174,9 +175,9 @@ func TestStorageIdempotent(t *testing.T) {
 // what to do, and create nothing.
 func TestErrors(t *testing.T) {
 	ctx := context.Background()
-	cfg := restConfig(t)
-	cs := clientset(t, cfg)
-	ns := namespace(t, cs)
+	cfg := servertest.Kube(t, "TEND_KUBECONFIG")
+	cs := servertest.Clientset(t, cfg)
+	ns := servertest.PodNamespace(t, cs, "tend-ws")
 	dir := t.TempDir()
 	objects, err := objstore.NewDir(filepath.Join(dir, "objects"))
 	if err != nil {
@@ -281,9 +282,9 @@ func TestConfigValidation(t *testing.T) {
 // job's exit code and message.
 func TestStorageJobIsolated(t *testing.T) {
 	ctx := context.Background()
-	cfg := restConfig(t)
-	cs := clientset(t, cfg)
-	ns := namespace(t, cs)
+	cfg := servertest.Kube(t, "TEND_KUBECONFIG")
+	cs := servertest.Clientset(t, cfg)
+	ns := servertest.PodNamespace(t, cs, "tend-ws")
 	id := dataplanetest.WorkspaceID()
 	const secret = "object-storage"
 	if _, err := cs.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/tendhq/tend/examples/internal/servertest"
 	"github.com/tendhq/tend/examples/workspace/dataplane"
 	"github.com/tendhq/tend/examples/workspace/dataplane/dataplanetest"
 )
@@ -17,8 +18,8 @@ import (
 // is back, the claim marked), deleted (nothing left in the cluster).
 func TestWorkspaceLifecycle(t *testing.T) {
 	ctx := context.Background()
-	cfg := restConfig(t)
-	ns := namespace(t, clientset(t, cfg))
+	cfg := servertest.Kube(t, "TEND_KUBECONFIG")
+	ns := servertest.PodNamespace(t, servertest.Clientset(t, cfg), "tend-ws")
 	id := dataplanetest.WorkspaceID()
 	st, in := newBackends(t, cfg, ns, id)
 	d := dataplanetest.NewDriver(t, dataplanetest.Config{ID: id, Image: testImage, Instances: in, Storage: st})

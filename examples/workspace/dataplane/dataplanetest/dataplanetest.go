@@ -259,21 +259,6 @@ func RestoreTwice(t *testing.T, st dataplane.StorageProvider, id, key string) {
 	}
 }
 
-// ServerEnv returns the value of the environment variable name, which
-// locates a server the test script starts. When it is empty the test fails
-// with underCI when CI=true and is skipped with otherwise in any other case.
-func ServerEnv(t *testing.T, name, underCI, otherwise string) string {
-	t.Helper()
-	v := os.Getenv(name)
-	if v == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(underCI)
-		}
-		t.Skip(otherwise)
-	}
-	return v
-}
-
 // CheckRestoredThenDelete checks that workspace id's restored volume (whose
 // files file(name) locates on this host) holds the src/main.go ArchiveTwice
 // wrote, that a restore from a missing archive fails terminally and leaves

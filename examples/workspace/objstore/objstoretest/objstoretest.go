@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tendhq/tend/examples/internal/servertest"
 	"github.com/tendhq/tend/examples/workspace/objstore"
 	"github.com/tendhq/tend/examples/workspace/storagejob"
 )
@@ -231,14 +232,7 @@ func (errReader) Read([]byte) (int, error) { return 0, errors.New("connection re
 // otherwise.
 func S3(t testing.TB) *objstore.S3 {
 	t.Helper()
-	endpoint := os.Getenv("TEND_S3_ENDPOINT")
-	if endpoint == "" {
-		msg := "TEND_S3_ENDPOINT is not set: run `make test` (or source scripts/servers/s3.sh) to start an S3 server"
-		if os.Getenv("CI") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	endpoint := servertest.Env(t, "TEND_S3_ENDPOINT", "s3")
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	c := S3Credentials()
