@@ -72,6 +72,7 @@ step "fuzz targets"
 # module directory, package, target, budget
 fuzz_targets=(
   ". ./store FuzzParseSelector 300000x"
+  ". ./statemachine FuzzParseDescriptor 40000x"
   "examples ./workspace/archive FuzzExtract 10000x"
   "examples ./workspace/archive FuzzRoundTrip 1500x"
 )

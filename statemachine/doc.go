@@ -85,6 +85,14 @@
 //
 // [Machine.Mermaid] and [Machine.DOT] render a machine for docs; the concept
 // page's diagram is generated from the gateway machine.
+//
+// # Descriptors
+//
+// [Machine.Descriptor] writes a machine as plain data, every State and Phase
+// by its String form, with a JSON encoding ([Descriptor]). A program that does
+// not link the machine's Go types (an operator's command-line tool, a web
+// console) rebuilds it with [ParseDescriptor] into a Machine[string, string]
+// that draws the same diagrams and makes the same decisions.
 package statemachine
 
 //go:generate go test -run=^(TestExportGolden|TestDocsDiagram)$ -update .

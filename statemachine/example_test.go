@@ -1,6 +1,7 @@
 package statemachine_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -286,4 +287,31 @@ func ExampleMachine_Mermaid() {
 	//     Brightening --> Lit : when lit
 	//     Lit --> Dimming : Off
 	//     Dimming --> Dark : when not lit
+}
+
+// A machine's descriptor is plain JSON that a tool without the machine's Go
+// types rebuilds into a machine that draws and decides the same way.
+func ExampleMachine_Descriptor() {
+	m, err := statemachine.New(gateway())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	data, err := json.Marshal(m.Descriptor())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	// Elsewhere, in a program that only has the JSON:
+	rebuilt, err := statemachine.ParseDescriptor(data)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	d, _ := rebuilt.Decide("Deleted", rebuilt.NewStatus(), now)
+	fmt.Println(rebuilt.Name(), rebuilt.Phases()[0], d.Kind)
+	fmt.Println("same diagram:", rebuilt.Mermaid() == m.Mermaid())
+	// Output:
+	// ApiGateway Creating begin
+	// same diagram: true
 }
