@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"slices"
 	"sync/atomic"
-	"time"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
