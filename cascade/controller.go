@@ -52,7 +52,9 @@ type Config struct {
 	// queued again, at low priority. It finds what no event reported: the
 	// dependents of an owner removed while the store's history was
 	// compacted (see [controller.Kind]). Zero means [DefaultResyncPeriod];
-	// a negative value turns resyncs off.
+	// a negative value turns periodic resyncs off. Every run of the
+	// controller queues every document once, whatever the period, when its
+	// kinds have been listed.
 	ResyncPeriod time.Duration
 	// Logger receives the controller's logs. Nil means no logs.
 	Logger *zap.Logger
@@ -101,21 +103,21 @@ func NewController(cfg Config) (*controller.Controller, error) {
 		return nil, err
 	}
 	r := &reconciler{b: cfg.Backend, kinds: kinds, log: log.Named(name), metrics: m}
+	var c *controller.Controller // set below, before it can run
 	sources := make([]controller.Source, 0, len(kinds)+1)
 	for _, k := range kinds {
 		sources = append(sources, controller.Watches(cfg.Backend, k, r.keysOf))
 	}
-	switch {
-	case cfg.ResyncPeriod == 0:
-		sources = append(sources, r.resync(DefaultResyncPeriod))
-	case cfg.ResyncPeriod > 0:
-		sources = append(sources, r.resync(cfg.ResyncPeriod))
+	every := cfg.ResyncPeriod
+	if every == 0 {
+		every = DefaultResyncPeriod
 	}
+	sources = append(sources, r.resync(func() bool { return c.HasSynced() }, every))
 	workers := cfg.Workers
 	if workers == 0 {
 		workers = DefaultWorkers
 	}
-	c, err := controller.New(controller.Config{
+	c, err = controller.New(controller.Config{
 		Name:              name,
 		Reconciler:        r,
 		Sources:           sources,
@@ -198,30 +200,54 @@ func (r *reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 	return controller.Result{}, err
 }
 
+// syncPoll is how often the resync source checks whether the controller's
+// other sources have listed.
+const syncPoll = 100 * time.Millisecond
+
 // resync returns a source that queues every document of the watched kinds,
-// at low priority, every period.
-func (r *reconciler) resync(every time.Duration) controller.Source {
+// at low priority: once as soon as every other source has listed, then every
+// period if it is positive. The first pass finds what the sources starting
+// together miss: a document deleted after its dependents' kind was listed
+// and before its own kind was, which no event reports.
+func (r *reconciler) resync(synced func() bool, every time.Duration) controller.Source {
 	return controller.SourceFunc(func(ctx context.Context, e controller.Enqueuer) error {
-		t := time.NewTicker(every)
+		t := time.NewTicker(syncPoll)
 		defer t.Stop()
-		for {
+		for !synced() {
 			select {
 			case <-ctx.Done():
 				return nil
 			case <-t.C:
 			}
-			for _, k := range r.kinds {
-				res, err := r.b.List(ctx, k, store.ListOptions{})
-				if err != nil {
-					if ctx.Err() == nil {
-						r.log.Warn("resync: list failed; trying at the next period", zap.String("kind", k), zap.Error(err))
-					}
-					continue
-				}
-				for _, d := range res.Items {
-					e.EnqueueLow(keyOf(d.Meta.Kind, d.Meta.Key, d.Meta.UID), "cascade resync")
-				}
+		}
+		for {
+			r.queueAll(ctx, e)
+			if every <= 0 {
+				return nil
+			}
+			t.Reset(every)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-t.C:
 			}
 		}
 	})
+}
+
+// queueAll lists the watched kinds and queues every document at low
+// priority. A kind whose list fails waits for the next pass.
+func (r *reconciler) queueAll(ctx context.Context, e controller.Enqueuer) {
+	for _, k := range r.kinds {
+		res, err := r.b.List(ctx, k, store.ListOptions{})
+		if err != nil {
+			if ctx.Err() == nil {
+				r.log.Warn("resync: list failed", zap.String("kind", k), zap.Error(err))
+			}
+			continue
+		}
+		for _, d := range res.Items {
+			e.EnqueueLow(keyOf(d.Meta.Kind, d.Meta.Key, d.Meta.UID), "cascade resync")
+		}
+	}
 }

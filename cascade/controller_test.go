@@ -438,10 +438,14 @@ func (w *faultyWatch) Next(ctx context.Context) (store.Event, error) {
 func TestLostWatch(t *testing.T) {
 	for _, tt := range []struct {
 		err error
+		// resync is the ResyncPeriod the collection needs: a
+		// compaction loses the deletion, so only a resync finds the
+		// dependent.
+		resync time.Duration
 	}{
-		{store.ErrCompacted},
-		{store.ErrWatchLagged},
-		{errUnavailable},
+		{store.ErrCompacted, time.Hour},
+		{store.ErrWatchLagged, 0},
+		{errUnavailable, 0},
 	} {
 		for _, recreate := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%v/recreate=%v", tt.err, recreate), func(t *testing.T) {
@@ -451,7 +455,7 @@ func TestLostWatch(t *testing.T) {
 					w.create("Route/r")
 					w.own("Route/r", "Gateway/g")
 					f := &faulty{Backend: w.s, kind: "Gateway", err: &store.Error{Op: "watch", Kind: "Gateway", Err: tt.err}}
-					stop := start(t, cascade.Config{Backend: f})
+					stop := start(t, cascade.Config{Backend: f, ResyncPeriod: tt.resync})
 					defer stop()
 					settle()
 					f.arm.Store(true)
@@ -467,6 +471,34 @@ func TestLostWatch(t *testing.T) {
 			})
 		}
 	}
+}
+
+// The sources of the kinds list one after the other. An owner deleted
+// after its dependents' kind was listed and before its own kind was is
+// reported by no event; the pass over every document once all kinds are
+// listed finds its dependents.
+func TestOwnerDeletedWhileStarting(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		w.create("Gateway/g")
+		w.create("Route/r")
+		w.own("Route/r", "Gateway/g")
+		f := &faulty{Backend: w.s, kind: "Gateway"}
+		gate := make(chan struct{})
+		f.gate.Store(&gate)
+		stop := start(t, cascade.Config{Backend: f})
+		defer stop()
+		synctest.Wait() // Routes are listed and Route/r looked at; Gateways are not listed yet
+		if err := w.s.Delete(context.Background(), "Gateway", "g", store.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		f.gate.Store(nil)
+		close(gate)
+		settle()
+		if w.exists("Route/r") {
+			t.Error("the dependent of an owner deleted while the collector started was kept")
+		}
+	})
 }
 
 // An owner deleted while its kind's history was compacted is never seen

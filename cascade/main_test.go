@@ -187,14 +187,26 @@ func (w *world) removals(from int64) map[string]int64 {
 
 // start runs the garbage collector configured by cfg under a Manager in
 // Single mode until the returned stop is called; stop checks that Run
-// returned nil.
+// returned nil. Resyncs are off unless cfg asks for them, so that tests see
+// what events alone achieve.
 func start(t tb, cfg cascade.Config) (stop func()) {
 	t.Helper()
+	return startManaged(t, cfg, controller.ManagerConfig{})
+}
+
+// startManaged is start with a manager configured by mc, whose Controllers
+// it sets.
+func startManaged(t tb, cfg cascade.Config, mc controller.ManagerConfig) (stop func()) {
+	t.Helper()
+	if cfg.ResyncPeriod == 0 {
+		cfg.ResyncPeriod = -1
+	}
 	c, err := cascade.NewController(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := controller.NewManager(controller.ManagerConfig{Controllers: []*controller.Controller{c}})
+	mc.Controllers = []*controller.Controller{c}
+	m, err := controller.NewManager(mc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,12 +225,20 @@ func start(t tb, cfg cascade.Config) (stop func()) {
 // successful deletes (never when zero) the process dies: every later call
 // fails, so nothing more of it reaches the store, and its leases lapse.
 // Successful deletes are counted in the ledger, when there is one.
+//
+// With freeze set, the process dies at its first delete instead, and that
+// delete waits until freeze is closed: then it reaches the store, whatever
+// became of the process meanwhile, as a request already sent would, and
+// its result is sent on frozen.
 type host struct {
 	store.Backend
 	ledger     *ledger
 	crashAfter int64
 	deletes    atomic.Int64
 	dead       atomic.Bool
+	freeze     chan struct{}
+	froze      atomic.Bool
+	frozen     chan error // capacity 1
 }
 
 func newHost(b store.Backend, l *ledger) *host { return &host{Backend: b, ledger: l} }
@@ -263,6 +283,13 @@ func (h *host) UpdateSpec(ctx context.Context, doc store.Document) (store.Docume
 }
 
 func (h *host) Delete(ctx context.Context, kind, key string, opts store.DeleteOptions) error {
+	if h.freeze != nil && h.froze.CompareAndSwap(false, true) {
+		h.kill()
+		<-h.freeze
+		err := h.Backend.Delete(context.WithoutCancel(ctx), kind, key, opts)
+		h.frozen <- err
+		return err
+	}
 	if err := h.check(); err != nil {
 		return err
 	}
