@@ -45,7 +45,8 @@ type Config struct {
 	// Name names the controller in the manager, in logs and in metrics.
 	// Empty means [DefaultName].
 	Name string
-	// Workers is how many documents are processed at once. Zero means
+	// Workers is how many documents are processed at once, and how many
+	// dependents of one owner are collected at once. Zero means
 	// [DefaultWorkers].
 	Workers int
 	// ResyncPeriod is how often every document of the watched kinds is
@@ -102,7 +103,11 @@ func NewController(cfg Config) (*controller.Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &reconciler{b: cfg.Backend, kinds: kinds, log: log.Named(name), metrics: m}
+	workers := cfg.Workers
+	if workers == 0 {
+		workers = DefaultWorkers
+	}
+	r := &reconciler{b: cfg.Backend, kinds: kinds, workers: workers, log: log.Named(name), metrics: m}
 	var c *controller.Controller // set below, before it can run
 	sources := make([]controller.Source, 0, len(kinds)+1)
 	for _, k := range kinds {
@@ -113,10 +118,6 @@ func NewController(cfg Config) (*controller.Controller, error) {
 		every = DefaultResyncPeriod
 	}
 	sources = append(sources, r.resync(func() bool { return c.HasSynced() }, every))
-	workers := cfg.Workers
-	if workers == 0 {
-		workers = DefaultWorkers
-	}
 	c, err = controller.New(controller.Config{
 		Name:              name,
 		Reconciler:        r,
@@ -138,6 +139,7 @@ func NewController(cfg Config) (*controller.Controller, error) {
 type reconciler struct {
 	b       store.Backend
 	kinds   []string // sorted
+	workers int      // also how many dependents one reconcile collects at once
 	log     *zap.Logger
 	metrics *metrics
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/tendhq/tend/finalizer"
 	"github.com/tendhq/tend/store"
@@ -36,13 +37,24 @@ func (r *reconciler) gone(ctx context.Context, uid string) error {
 	if err != nil {
 		return err
 	}
-	var errs []error
+	_, err = r.collectAll(ctx, deps)
+	return err
+}
+
+// collectAll collects the live documents among deps, up to r.workers at
+// once, and reports whether there was any. It returns the first error, once
+// every collection has ended.
+func (r *reconciler) collectAll(ctx context.Context, deps []store.Document) (bool, error) {
+	var g errgroup.Group
+	g.SetLimit(r.workers)
+	live := false
 	for _, d := range deps {
 		if !d.Meta.Terminating() {
-			errs = append(errs, r.collect(ctx, d))
+			live = true
+			g.Go(func() error { return r.collect(ctx, d) })
 		}
 	}
-	return errors.Join(errs...)
+	return live, g.Wait()
 }
 
 // dependents returns the documents of the watched kinds that refer to the
@@ -87,17 +99,10 @@ func (r *reconciler) foreground(ctx context.Context, owner store.Document) error
 	if err != nil {
 		return err
 	}
-	var errs []error
-	collected := false
-	for _, d := range deps {
-		if !d.Meta.Terminating() {
-			// collect removes the reference if d has another owner, or
-			// deletes d.
-			errs = append(errs, r.collect(ctx, d))
-			collected = true
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
+	// collect removes the reference of each live dependent if it has
+	// another owner, or deletes it.
+	collected, err := r.collectAll(ctx, deps)
+	if err != nil {
 		return err
 	}
 	if collected {
