@@ -138,9 +138,9 @@ func NewController(cfg Config) (*controller.Controller, error) {
 // it is still there, and its dependents are collected if it is gone.
 type reconciler struct {
 	b       store.Backend
-	kinds   []string // sorted
-	workers int      // also how many dependents one reconcile collects at once
-	log     *zap.Logger
+	kinds   []string    // sorted
+	workers int         // also how many dependents one reconcile collects at once
+	log     *zap.Logger // for the resync source; reconciles log through controller.LoggerFrom
 	metrics *metrics
 }
 

@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/tendhq/tend/controller"
 	"github.com/tendhq/tend/finalizer"
 	"github.com/tendhq/tend/store"
 )
@@ -138,7 +139,7 @@ func (r *reconciler) foreground(ctx context.Context, owner store.Document) error
 		return err
 	}
 	r.metrics.cyclesBroken.Inc()
-	r.log.Info("broke a cycle of foreground deletions",
+	controller.LoggerFrom(ctx).Info("broke a cycle of foreground deletions",
 		zap.String("kind", owner.Meta.Kind), zap.String("key", owner.Meta.Key),
 		zap.String("dependentKind", b.Meta.Kind), zap.String("dependentKey", b.Meta.Key))
 	return nil
@@ -201,7 +202,7 @@ func (r *reconciler) collect(ctx context.Context, doc store.Document) error {
 			drop = append(drop, o.UID)
 		case errors.Is(err, store.ErrUnknownKind):
 			// The owner cannot be checked, so it is not proved gone.
-			r.log.Warn("owner of a kind the store does not know; keeping the reference",
+			controller.LoggerFrom(ctx).Warn("owner of a kind the store does not know; keeping the reference",
 				zap.String("kind", doc.Meta.Kind), zap.String("key", doc.Meta.Key),
 				zap.String("ownerKind", o.Kind), zap.String("ownerKey", o.Key))
 			solid = true
@@ -238,7 +239,7 @@ func (r *reconciler) collect(ctx context.Context, doc store.Document) error {
 	}
 	if err == nil {
 		r.metrics.deleted.Inc()
-		r.log.Debug("deleted a dependent", zap.String("kind", doc.Meta.Kind), zap.String("key", doc.Meta.Key),
+		controller.LoggerFrom(ctx).Debug("deleted a dependent", zap.String("kind", doc.Meta.Kind), zap.String("key", doc.Meta.Key),
 			zap.Stringer("policy", policy))
 	}
 	return err
@@ -260,7 +261,7 @@ func (r *reconciler) dropOwners(ctx context.Context, doc store.Document, uids []
 	}
 	if err == nil {
 		r.metrics.refsRemoved.Add(float64(removed))
-		r.log.Debug("removed owner references", zap.String("kind", doc.Meta.Kind), zap.String("key", doc.Meta.Key),
+		controller.LoggerFrom(ctx).Debug("removed owner references", zap.String("kind", doc.Meta.Kind), zap.String("key", doc.Meta.Key),
 			zap.Strings("ownerUIDs", uids))
 	}
 	return err
@@ -273,7 +274,7 @@ func (r *reconciler) release(ctx context.Context, owner store.Document, name str
 		return err
 	}
 	r.metrics.released.WithLabelValues(name).Inc()
-	r.log.Debug("released", zap.String("kind", owner.Meta.Kind), zap.String("key", owner.Meta.Key),
+	controller.LoggerFrom(ctx).Debug("released", zap.String("kind", owner.Meta.Kind), zap.String("key", owner.Meta.Key),
 		zap.String("finalizer", name))
 	return nil
 }
