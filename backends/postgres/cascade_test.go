@@ -20,12 +20,19 @@ import (
 // successful deletes the process dies, and every later call fails, so
 // nothing more of it reaches the server and its leases lapse. Successful
 // deletes are counted per document in deleted.
+//
+// With freeze set, the process dies at its first delete instead, and that
+// delete waits until freeze is closed: then it reaches the server, as a
+// request already sent would, and its result is sent on frozen.
 type dying struct {
 	store.Backend
 	dieAfter int64
 	deletes  atomic.Int64
 	dead     atomic.Bool
 	deleted  *sync.Map // "Kind/key@uid" -> *atomic.Int64
+	freeze   chan struct{}
+	froze    atomic.Bool
+	frozen   chan error // capacity 1
 }
 
 var errDead = errors.New("the process is dead")
@@ -66,6 +73,13 @@ func (d *dying) UpdateSpec(ctx context.Context, doc store.Document) (store.Docum
 }
 
 func (d *dying) Delete(ctx context.Context, kind, key string, opts store.DeleteOptions) error {
+	if d.freeze != nil && d.froze.CompareAndSwap(false, true) {
+		d.dead.Store(true)
+		<-d.freeze
+		err := d.Backend.Delete(context.WithoutCancel(ctx), kind, key, opts)
+		d.frozen <- err
+		return err
+	}
 	if err := d.check(); err != nil {
 		return err
 	}
@@ -267,5 +281,89 @@ func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// A leader frozen in the middle of a delete loses its lease and the other
+// replica completes the cascade; when the frozen delete reaches the server
+// at last, the server refuses it: its fence is no longer the lease's.
+func TestCascadeFencedWriteOfDeposedLeader(t *testing.T) {
+	ctx := t.Context()
+	kinds := []string{"Gateway", "Route"}
+	schema := newSchema(t, newPool(t))
+	s := newStore(t, postgres.Config{Schema: schema, Kinds: kinds, Logger: nopLogger})
+	g, err := s.Create(ctx, store.Document{Meta: store.Meta{Kind: "Gateway", Key: "g"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if _, err := s.Create(ctx, store.Document{Meta: store.Meta{Kind: "Route", Key: fmt.Sprint("r", i),
+			Owners: []store.OwnerRef{{Kind: "Gateway", Key: "g", UID: g.Meta.UID, BlockOwnerDeletion: true}}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var replicas []*dying
+	var managers []*controller.Manager
+	for _, id := range []string{"a", "b"} {
+		d := &dying{Backend: newStore(t, postgres.Config{Schema: schema, Kinds: kinds, Logger: nopLogger}), deleted: &sync.Map{}}
+		if id == "a" {
+			d.freeze, d.frozen = make(chan struct{}), make(chan error, 1)
+		}
+		c, err := cascade.NewController(cascade.Config{Backend: d})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := controller.NewManager(controller.ManagerConfig{
+			Controllers:   []*controller.Controller{c},
+			Mode:          controller.LeaderElection,
+			Leaser:        d,
+			Identity:      id,
+			LeaseDuration: 3 * time.Second,
+			RenewPeriod:   time.Second,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runCtx, stop := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- m.Run(runCtx) }()
+		t.Cleanup(func() {
+			stop()
+			if err := <-done; err != nil {
+				t.Errorf("replica %s: Run: %v", id, err)
+			}
+		})
+		replicas, managers = append(replicas, d), append(managers, m)
+		waitFor(t, 30*time.Second, "replica a to lead", managers[0].IsLeader)
+	}
+	a := replicas[0]
+	t.Cleanup(func() {
+		if !a.froze.Load() {
+			return
+		}
+		select {
+		case <-a.freeze:
+		default:
+			close(a.freeze) // let the frozen delete end, so its replica stops
+		}
+	})
+
+	if err := cascade.Delete(ctx, s, "Gateway", "g", cascade.Foreground); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 60*time.Second, "the other replica to complete the cascade", func() bool {
+		res, err := s.List(ctx, "Route", store.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.Get(ctx, "Gateway", "g")
+		return len(res.Items) == 0 && errors.Is(err, store.ErrNotFound)
+	})
+	if !a.froze.Load() {
+		t.Fatal("replica a never deleted anything")
+	}
+	close(a.freeze)
+	if err := <-a.frozen; !errors.Is(err, store.ErrFenced) {
+		t.Errorf("the deposed leader's delete = %v, want ErrFenced", err)
 	}
 }
