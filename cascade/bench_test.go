@@ -7,12 +7,13 @@ import (
 
 	"github.com/tendhq/tend/backends/memory"
 	"github.com/tendhq/tend/cascade"
+	"github.com/tendhq/tend/controller"
 	"github.com/tendhq/tend/store"
 )
 
 // BenchmarkCascade deletes one gateway owning n routes, each owning a
 // secret, all references blocking, and measures the time until the
-// collector has removed all 2n+1 documents.
+// garbage collector has removed all 2n+1 documents.
 func BenchmarkCascade(b *testing.B) {
 	for _, policy := range []cascade.Policy{cascade.Background, cascade.Foreground} {
 		for _, n := range []int{100, 1000, 5000} {
@@ -55,10 +56,11 @@ func benchCascade(b *testing.B, policy cascade.Policy, n int) {
 		defer w.Close()
 		watches = append(watches, w)
 	}
-	c, _ := cascade.New(cascade.Config{Backend: s})
+	c, _ := cascade.NewController(cascade.Config{Backend: s})
+	m, _ := controller.NewManager(controller.ManagerConfig{Controllers: []*controller.Controller{c}})
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- c.Run(runCtx) }()
+	go func() { done <- m.Run(runCtx) }()
 	defer func() { stop(); <-done }()
 
 	b.StartTimer()

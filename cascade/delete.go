@@ -16,17 +16,17 @@ type Policy int
 // collector.
 const (
 	// Background removes the owner now (or as soon as its other finalizers
-	// are gone); the [Collector] then deletes the dependents that have no
-	// other owner left.
+	// are gone); the garbage collector ([NewController]) then deletes the
+	// dependents that have no other owner left.
 	Background Policy = iota
 	// Foreground keeps the owner Terminating, with [ForegroundFinalizer],
 	// until every dependent whose reference has BlockOwnerDeletion is gone.
-	// The Collector deletes the dependents first, their own dependents
-	// before them.
+	// The garbage collector deletes the dependents first, their own
+	// dependents before them.
 	Foreground
 	// Orphan keeps the owner Terminating, with [OrphanFinalizer], until the
-	// Collector has removed the references to it from every dependent. The
-	// dependents stay.
+	// garbage collector has removed the references to it from every
+	// dependent. The dependents stay.
 	Orphan
 )
 
@@ -43,8 +43,9 @@ func (p Policy) String() string {
 	return fmt.Sprintf("Policy(%d)", int(p))
 }
 
-// The finalizers that hold an owner while the [Collector] handles its
-// dependents. They are the only finalizers the Collector adds or removes.
+// The finalizers that hold an owner while the garbage collector
+// ([NewController]) handles its dependents. They are the only finalizers it
+// adds or removes.
 const (
 	ForegroundFinalizer = "tend.dev/foreground-deletion"
 	OrphanFinalizer     = "tend.dev/orphan"
@@ -68,7 +69,7 @@ const maxAttempts = 5
 // and then deletes the document, conditional on that write, so a concurrent
 // change makes it read the document again and start over (up to five
 // attempts; then the conflict is returned). Foreground and Orphan need a
-// running [Collector] to complete.
+// running garbage collector ([NewController]) to complete.
 //
 // Deleting a document that is already Terminating under the same policy
 // succeeds and changes nothing; under another policy it fails with

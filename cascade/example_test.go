@@ -6,11 +6,13 @@ import (
 
 	"github.com/tendhq/tend/backends/memory"
 	"github.com/tendhq/tend/cascade"
+	"github.com/tendhq/tend/controller"
 	"github.com/tendhq/tend/store"
 )
 
 // A gateway owns two routes. Deleted in the foreground, it stays until the
-// collector has deleted both routes, so once it is gone they are too.
+// garbage collector, a controller run by a Manager, has deleted both
+// routes, so once it is gone they are too.
 func Example() {
 	ctx := context.Background()
 	s, _ := memory.New(memory.Config{Kinds: []string{"Gateway", "Route"}})
@@ -21,7 +23,12 @@ func Example() {
 		}}})
 	}
 
-	c, err := cascade.New(cascade.Config{Backend: s})
+	gc, err := cascade.NewController(cascade.Config{Backend: s})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	mgr, err := controller.NewManager(controller.ManagerConfig{Controllers: []*controller.Controller{gc}})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -29,7 +36,7 @@ func Example() {
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	done := make(chan error, 1)
-	go func() { done <- c.Run(runCtx) }()
+	go func() { done <- mgr.Run(runCtx) }()
 
 	watch, _ := s.Watch(ctx, "Gateway", gw.Meta.Revision)
 	defer watch.Close()
@@ -50,17 +57,17 @@ func Example() {
 	fmt.Println("routes left:", len(routes.Items))
 
 	stop()
-	fmt.Println("collector stopped:", <-done)
+	fmt.Println("manager stopped:", <-done)
 	// Output:
 	// Modified gw terminating: false [tend.dev/foreground-deletion]
 	// Modified gw terminating: true [tend.dev/foreground-deletion]
 	// Deleted gw terminating: true []
 	// routes left: 0
-	// collector stopped: <nil>
+	// manager stopped: <nil>
 }
 
-// Delete records the policy on the owner as a finalizer; a running Collector
-// completes it. Here the gateway waits, Terminating, for its dependents to be
+// Delete records the policy on the owner as a finalizer; a running garbage
+// collector ([NewController]) completes it. Here the gateway waits, Terminating, for its dependents to be
 // orphaned.
 func ExampleDelete() {
 	ctx := context.Background()

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/tendhq/tend/backends/memory"
 	"github.com/tendhq/tend/cascade"
+	"github.com/tendhq/tend/controller"
 	"github.com/tendhq/tend/store"
 )
 
@@ -182,23 +185,182 @@ func (w *world) removals(from int64) map[string]int64 {
 	return out
 }
 
-// start runs a collector on b until the returned stop is called; stop checks
-// that Run returned nil.
+// start runs the garbage collector configured by cfg under a Manager in
+// Single mode until the returned stop is called; stop checks that Run
+// returned nil. Resyncs are off unless cfg asks for them, so that tests see
+// what events alone achieve.
 func start(t tb, cfg cascade.Config) (stop func()) {
 	t.Helper()
-	c, err := cascade.New(cfg)
+	return startManaged(t, cfg, controller.ManagerConfig{})
+}
+
+// startManaged is start with a manager configured by mc, whose Controllers
+// it sets.
+func startManaged(t tb, cfg cascade.Config, mc controller.ManagerConfig) (stop func()) {
+	t.Helper()
+	if cfg.ResyncPeriod == 0 {
+		cfg.ResyncPeriod = -1
+	}
+	c, err := cascade.NewController(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mc.Controllers = []*controller.Controller{c}
+	m, err := controller.NewManager(mc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
+	go func() { done <- m.Run(ctx) }()
 	return func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Fatalf("Run: %v", err)
 		}
 	}
+}
+
+// host is the store as one process reaches it. After crashAfter
+// successful deletes (never when zero) the process dies: every later call
+// fails, so nothing more of it reaches the store, and its leases lapse.
+// Successful deletes are counted in the ledger, when there is one.
+//
+// With freeze set, the process dies at its first delete instead, and that
+// delete waits until freeze is closed: then it reaches the store, whatever
+// became of the process meanwhile, as a request already sent would, and
+// its result is sent on frozen.
+type host struct {
+	store.Backend
+	ledger     *ledger
+	crashAfter int64
+	deletes    atomic.Int64
+	dead       atomic.Bool
+	freeze     chan struct{}
+	froze      atomic.Bool
+	frozen     chan error // capacity 1
+}
+
+func newHost(b store.Backend, l *ledger) *host { return &host{Backend: b, ledger: l} }
+
+var errDead = errors.New("the process is dead")
+
+func (h *host) check() error {
+	if h.dead.Load() {
+		return errDead
+	}
+	return nil
+}
+
+func (h *host) kill() { h.dead.Store(true) }
+
+func (h *host) Get(ctx context.Context, kind, key string) (store.Document, error) {
+	if err := h.check(); err != nil {
+		return store.Document{}, err
+	}
+	return h.Backend.Get(ctx, kind, key)
+}
+
+func (h *host) List(ctx context.Context, kind string, opts store.ListOptions) (store.ListResult, error) {
+	if err := h.check(); err != nil {
+		return store.ListResult{}, err
+	}
+	return h.Backend.List(ctx, kind, opts)
+}
+
+func (h *host) Watch(ctx context.Context, kind string, from int64) (store.Watch, error) {
+	if err := h.check(); err != nil {
+		return nil, err
+	}
+	return h.Backend.Watch(ctx, kind, from)
+}
+
+func (h *host) UpdateSpec(ctx context.Context, doc store.Document) (store.Document, error) {
+	if err := h.check(); err != nil {
+		return store.Document{}, err
+	}
+	return h.Backend.UpdateSpec(ctx, doc)
+}
+
+func (h *host) Delete(ctx context.Context, kind, key string, opts store.DeleteOptions) error {
+	if h.freeze != nil && h.froze.CompareAndSwap(false, true) {
+		h.kill()
+		<-h.freeze
+		err := h.Backend.Delete(context.WithoutCancel(ctx), kind, key, opts)
+		h.frozen <- err
+		return err
+	}
+	if err := h.check(); err != nil {
+		return err
+	}
+	err := h.Backend.Delete(ctx, kind, key, opts)
+	if err == nil {
+		if h.ledger != nil {
+			h.ledger.add(kind + "/" + key + "@" + opts.UID)
+		}
+		if h.deletes.Add(1) == h.crashAfter {
+			h.kill()
+		}
+	}
+	return err
+}
+
+func (h *host) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (store.Lease, error) {
+	if err := h.check(); err != nil {
+		return store.Lease{}, err
+	}
+	return h.Backend.AcquireLease(ctx, name, holder, ttl)
+}
+
+func (h *host) RenewLease(ctx context.Context, l store.Lease) (store.Lease, error) {
+	if err := h.check(); err != nil {
+		return store.Lease{}, err
+	}
+	return h.Backend.RenewLease(ctx, l)
+}
+
+func (h *host) ReleaseLease(ctx context.Context, l store.Lease) error {
+	if err := h.check(); err != nil {
+		return err
+	}
+	return h.Backend.ReleaseLease(ctx, l)
+}
+
+func (h *host) ListLeases(ctx context.Context, prefix string) ([]store.Lease, error) {
+	if err := h.check(); err != nil {
+		return nil, err
+	}
+	return h.Backend.ListLeases(ctx, prefix)
+}
+
+// ledger counts the successful deletes of each document, by
+// "Kind/key@uid", across processes.
+type ledger struct {
+	mu sync.Mutex // guards n
+	n  map[string]int
+}
+
+func (l *ledger) add(doc string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.n == nil {
+		l.n = make(map[string]int)
+	}
+	l.n[doc]++
+}
+
+// twice returns the documents deleted more than once.
+func (l *ledger) twice() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for d, n := range l.n {
+		if n > 1 {
+			out = append(out, d)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // settle lets every goroutine of the bubble finish what it can, including

@@ -6,18 +6,19 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// metrics are the collector's counters. They exist, unregistered, when
-// metrics are off.
+// metrics are the garbage collector's counters. They exist, unregistered,
+// when metrics are off.
 type metrics struct {
 	deleted      prometheus.Counter
 	refsRemoved  prometheus.Counter
 	released     *prometheus.CounterVec
 	cyclesBroken prometheus.Counter
-	relists      prometheus.Counter
 	errors       prometheus.Counter
 }
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+// newMetrics makes the counters and registers them with reg unless it is
+// nil; the returned func unregisters them.
+func newMetrics(reg prometheus.Registerer) (*metrics, func(), error) {
 	m := &metrics{
 		deleted: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "cascade_dependents_deleted_total",
@@ -35,26 +36,26 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "cascade_cycles_broken_total",
 			Help: "Cycles of foreground deletions broken by unblocking one owner reference.",
 		}),
-		relists: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "cascade_relists_total",
-			Help: "Lists made again because the watch history was compacted.",
-		}),
 		errors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "cascade_errors_total",
 			Help: "Documents whose processing failed and was retried (conflicts included).",
 		}),
 	}
 	if reg == nil {
-		return m, nil
+		return m, func() {}, nil
 	}
-	all := []prometheus.Collector{m.deleted, m.refsRemoved, m.released, m.cyclesBroken, m.relists, m.errors}
+	all := []prometheus.Collector{m.deleted, m.refsRemoved, m.released, m.cyclesBroken, m.errors}
 	for i, c := range all {
 		if err := reg.Register(c); err != nil {
 			for _, done := range all[:i] {
 				reg.Unregister(done)
 			}
-			return nil, fmt.Errorf("%w: registering metrics: %w", ErrInvalidConfig, err)
+			return nil, nil, fmt.Errorf("%w: registering metrics: %w", ErrInvalidConfig, err)
 		}
 	}
-	return m, nil
+	return m, func() {
+		for _, c := range all {
+			reg.Unregister(c)
+		}
+	}, nil
 }

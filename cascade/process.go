@@ -6,25 +6,19 @@ import (
 	"slices"
 
 	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
 
+	"github.com/tendhq/tend/controller"
 	"github.com/tendhq/tend/finalizer"
 	"github.com/tendhq/tend/store"
 )
 
-// process reads the document d from the store and does what it needs: it
-// orphans or deletes the dependents of an owner held by this package's
-// finalizers, or collects a document whose owners are gone or waiting.
-// Every decision is taken on fresh reads and every write is conditional on
-// them, so a stale graph or another collector can only cause a conflict,
-// which is retried.
-func (r *run) process(ctx context.Context, d ref) error {
-	doc, err := r.b.Get(ctx, d.kind, d.key)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
+// process does what the document doc needs: it orphans or deletes the
+// dependents of an owner held by this package's finalizers, or collects a
+// document whose owners are gone or waiting. Every decision is taken on
+// fresh reads and every write is conditional on them, so a lagging event or
+// another replica can only cause a conflict, which is retried.
+func (r *reconciler) process(ctx context.Context, doc store.Document) error {
 	m := &doc.Meta
 	switch {
 	case m.Terminating() && m.HasFinalizer(OrphanFinalizer):
@@ -37,9 +31,36 @@ func (r *run) process(ctx context.Context, d ref) error {
 	return r.collect(ctx, doc)
 }
 
+// gone collects the live dependents of the owner uid, which the store no
+// longer holds.
+func (r *reconciler) gone(ctx context.Context, uid string) error {
+	deps, err := r.dependents(ctx, uid)
+	if err != nil {
+		return err
+	}
+	_, err = r.collectAll(ctx, deps)
+	return err
+}
+
+// collectAll collects the live documents among deps, up to r.workers at
+// once, and reports whether there was any. It returns the first error, once
+// every collection has ended.
+func (r *reconciler) collectAll(ctx context.Context, deps []store.Document) (bool, error) {
+	var g errgroup.Group
+	g.SetLimit(r.workers)
+	live := false
+	for _, d := range deps {
+		if !d.Meta.Terminating() {
+			live = true
+			g.Go(func() error { return r.collect(ctx, d) })
+		}
+	}
+	return live, g.Wait()
+}
+
 // dependents returns the documents of the watched kinds that refer to the
 // owner uid, read from the store.
-func (r *run) dependents(ctx context.Context, uid string) ([]store.Document, error) {
+func (r *reconciler) dependents(ctx context.Context, uid string) ([]store.Document, error) {
 	var out []store.Document
 	for _, k := range r.kinds {
 		res, err := r.b.List(ctx, k, store.ListOptions{OwnerUID: uid})
@@ -53,7 +74,7 @@ func (r *run) dependents(ctx context.Context, uid string) ([]store.Document, err
 
 // orphan removes the references to owner from its dependents, then the
 // orphan finalizer from owner.
-func (r *run) orphan(ctx context.Context, owner store.Document) error {
+func (r *reconciler) orphan(ctx context.Context, owner store.Document) error {
 	deps, err := r.dependents(ctx, owner.Meta.UID)
 	if err != nil {
 		return err
@@ -69,43 +90,41 @@ func (r *run) orphan(ctx context.Context, owner store.Document) error {
 	return r.release(ctx, owner, OrphanFinalizer)
 }
 
-// foreground moves the deletion of a foreground-deleted owner on: it asks the
-// dependents to be collected and removes the foreground finalizer once no
-// dependent blocks the owner. A cycle of foreground deletions waiting on each
-// other is broken by unblocking one reference.
-func (r *run) foreground(ctx context.Context, owner store.Document) error {
+// foreground moves the deletion of a foreground-deleted owner on: it
+// collects the live dependents and removes the foreground finalizer once no
+// dependent blocks the owner. A cycle of foreground deletions waiting on
+// each other is broken by unblocking one reference.
+func (r *reconciler) foreground(ctx context.Context, owner store.Document) error {
 	uid := owner.Meta.UID
 	deps, err := r.dependents(ctx, uid)
 	if err != nil {
 		return err
+	}
+	// collect removes the reference of each live dependent if it has
+	// another owner, or deletes it.
+	collected, err := r.collectAll(ctx, deps)
+	if err != nil {
+		return err
+	}
+	if collected {
+		// Read again what the collection left: a dependent deleted
+		// outright or whose reference was removed no longer blocks, and
+		// no later change of it would name this owner.
+		if deps, err = r.dependents(ctx, uid); err != nil {
+			return err
+		}
 	}
 	var blockers []store.Document
 	for _, d := range deps {
 		if blocks(&d.Meta, uid) {
 			blockers = append(blockers, d)
 		}
-		if !d.Meta.Terminating() {
-			// collect removes the reference if d has another owner, or
-			// deletes d.
-			r.queue.Add(ref{d.Meta.Kind, d.Meta.Key})
-		}
 	}
 	if len(blockers) == 0 {
 		return r.release(ctx, owner, ForegroundFinalizer)
 	}
-	// A cycle is looked for in the graph first, which costs no reads, and
-	// confirmed on fresh reads before anything is written.
-	first, ok := r.graph.cycle(ref{owner.Meta.Kind, owner.Meta.Key}, uid)
-	if !ok {
-		return nil
-	}
-	i := slices.IndexFunc(blockers, func(b store.Document) bool { return b.Meta.Kind == first.kind && b.Meta.Key == first.key })
-	if i < 0 {
-		return nil
-	}
-	b := blockers[i]
-	cyclic, err := r.reaches(ctx, b, uid)
-	if err != nil || !cyclic {
+	b, ok, err := r.cycle(ctx, owner, blockers)
+	if err != nil || !ok {
 		return err
 	}
 	// b waits, through a chain of foreground deletions, for owner, which
@@ -120,40 +139,48 @@ func (r *run) foreground(ctx context.Context, owner store.Document) error {
 		return err
 	}
 	r.metrics.cyclesBroken.Inc()
-	r.log.Info("broke a cycle of foreground deletions",
+	controller.LoggerFrom(ctx).Info("broke a cycle of foreground deletions",
 		zap.String("kind", owner.Meta.Kind), zap.String("key", owner.Meta.Key),
 		zap.String("dependentKind", b.Meta.Kind), zap.String("dependentKey", b.Meta.Key))
 	return nil
 }
 
-// reaches reports whether the document target is reachable from d by
-// following blocking references from owners held by foreground deletion to
-// their dependents: whether d's deletion waits, directly or not, for target.
-func (r *run) reaches(ctx context.Context, d store.Document, target string) (bool, error) {
+// cycle returns the blocker of owner that waits, through a chain of
+// foreground deletions, for owner itself. It walks up from owner, on fresh
+// reads, along blocking references to owners that wait for their
+// dependents: each document it reaches waits for the one it came from, so
+// reaching one of owner's blockers closes a cycle. The walk reads only
+// owners, so a cascade down a tree costs no reads here.
+func (r *reconciler) cycle(ctx context.Context, owner store.Document, blockers []store.Document) (store.Document, bool, error) {
 	seen := make(map[string]bool)
-	next := []store.Document{d}
+	next := []store.Document{owner}
 	for len(next) > 0 {
 		x := next[len(next)-1]
 		next = next[:len(next)-1]
 		m := &x.Meta
-		if m.UID == target {
-			return true, nil
-		}
 		if seen[m.UID] || !waitsForDependents(m) {
 			continue
 		}
 		seen[m.UID] = true
-		deps, err := r.dependents(ctx, m.UID)
-		if err != nil {
-			return false, err
+		if i := slices.IndexFunc(blockers, func(b store.Document) bool { return b.Meta.UID == m.UID }); i >= 0 {
+			return blockers[i], true, nil
 		}
-		for _, dd := range deps {
-			if blocks(&dd.Meta, m.UID) {
-				next = append(next, dd)
+		for _, o := range m.Owners {
+			if !o.BlockOwnerDeletion || seen[o.UID] {
+				continue
+			}
+			up, err := r.b.Get(ctx, o.Kind, o.Key)
+			switch {
+			case errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrUnknownKind):
+				continue
+			case err != nil:
+				return store.Document{}, false, err
+			case up.Meta.UID == o.UID:
+				next = append(next, up)
 			}
 		}
 	}
-	return false, nil
+	return store.Document{}, false, nil
 }
 
 // collect handles a live document with owners, following Kubernetes' garbage
@@ -164,7 +191,7 @@ func (r *run) reaches(ctx context.Context, d store.Document, target string) (boo
 // Otherwise it is deleted: in the foreground if an owner waits and the
 // document has dependents itself (so they go first), else under the policy
 // its finalizers already select.
-func (r *run) collect(ctx context.Context, doc store.Document) error {
+func (r *reconciler) collect(ctx context.Context, doc store.Document) error {
 	var solid bool
 	var drop []string
 	var waiting bool
@@ -175,7 +202,7 @@ func (r *run) collect(ctx context.Context, doc store.Document) error {
 			drop = append(drop, o.UID)
 		case errors.Is(err, store.ErrUnknownKind):
 			// The owner cannot be checked, so it is not proved gone.
-			r.log.Warn("owner of a kind the store does not know; keeping the reference",
+			controller.LoggerFrom(ctx).Warn("owner of a kind the store does not know; keeping the reference",
 				zap.String("kind", doc.Meta.Kind), zap.String("key", doc.Meta.Key),
 				zap.String("ownerKind", o.Kind), zap.String("ownerKey", o.Key))
 			solid = true
@@ -212,14 +239,14 @@ func (r *run) collect(ctx context.Context, doc store.Document) error {
 	}
 	if err == nil {
 		r.metrics.deleted.Inc()
-		r.log.Debug("deleted a dependent", zap.String("kind", doc.Meta.Kind), zap.String("key", doc.Meta.Key),
+		controller.LoggerFrom(ctx).Debug("deleted a dependent", zap.String("kind", doc.Meta.Kind), zap.String("key", doc.Meta.Key),
 			zap.Stringer("policy", policy))
 	}
 	return err
 }
 
 // dropOwners removes the references to the owners uids from doc.
-func (r *run) dropOwners(ctx context.Context, doc store.Document, uids []string) error {
+func (r *reconciler) dropOwners(ctx context.Context, doc store.Document, uids []string) error {
 	before := len(doc.Meta.Owners)
 	doc.Meta.Owners = slices.DeleteFunc(slices.Clone(doc.Meta.Owners), func(o store.OwnerRef) bool {
 		return slices.Contains(uids, o.UID)
@@ -234,7 +261,7 @@ func (r *run) dropOwners(ctx context.Context, doc store.Document, uids []string)
 	}
 	if err == nil {
 		r.metrics.refsRemoved.Add(float64(removed))
-		r.log.Debug("removed owner references", zap.String("kind", doc.Meta.Kind), zap.String("key", doc.Meta.Key),
+		controller.LoggerFrom(ctx).Debug("removed owner references", zap.String("kind", doc.Meta.Kind), zap.String("key", doc.Meta.Key),
 			zap.Strings("ownerUIDs", uids))
 	}
 	return err
@@ -242,12 +269,12 @@ func (r *run) dropOwners(ctx context.Context, doc store.Document, uids []string)
 
 // release removes the finalizer name from owner, which the store then
 // removes unless other finalizers hold it.
-func (r *run) release(ctx context.Context, owner store.Document, name string) error {
+func (r *reconciler) release(ctx context.Context, owner store.Document, name string) error {
 	if err := finalizer.Remove(ctx, finalizer.NewDocument(r.b, owner), name); err != nil {
 		return err
 	}
 	r.metrics.released.WithLabelValues(name).Inc()
-	r.log.Debug("released", zap.String("kind", owner.Meta.Kind), zap.String("key", owner.Meta.Key),
+	controller.LoggerFrom(ctx).Debug("released", zap.String("kind", owner.Meta.Kind), zap.String("key", owner.Meta.Key),
 		zap.String("finalizer", name))
 	return nil
 }

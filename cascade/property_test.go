@@ -6,10 +6,12 @@ import (
 	"maps"
 	"slices"
 	"testing"
+	"time"
 
 	"pgregory.net/rapid"
 
 	"github.com/tendhq/tend/cascade"
+	"github.com/tendhq/tend/controller"
 	"github.com/tendhq/tend/store"
 )
 
@@ -84,9 +86,10 @@ func (m *model) check(t *rapid.T, w *world, step string) {
 }
 
 // On random owner graphs (cycles, self-references, missing owners, several
-// kinds), with one to three collectors running at once, every deletion
-// settles to the state the model predicts, with nothing left Terminating.
-func TestCollectorMatchesModel(t *testing.T) {
+// kinds), with one to three replicas of the garbage collector running at
+// once under managers of any mode, every deletion settles to the state the
+// model predicts, with nothing left Terminating.
+func TestMatchesModel(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		rapid.SyncTest(rt, func(t *rapid.T) {
 			w := newWorld(t)
@@ -117,8 +120,10 @@ func TestCollectorMatchesModel(t *testing.T) {
 				m.owners[d] = owners
 			}
 
+			mode := rapid.SampledFrom([]controller.Mode{controller.Single, controller.LeaderElection, controller.Sharded}).Draw(t, "mode")
 			for i := range rapid.IntRange(1, 3).Draw(t, "replicas") {
-				defer start(t, cascade.Config{Backend: w.s, Workers: rapid.IntRange(1, 3).Draw(t, fmt.Sprint("workers ", i))})()
+				cfg := cascade.Config{Backend: w.s, Workers: rapid.IntRange(1, 3).Draw(t, fmt.Sprint("workers ", i))}
+				defer startManaged(t, cfg, controller.ManagerConfig{Mode: mode, Leaser: w.s, Identity: fmt.Sprint("replica-", i), Shards: 4, LeaseDuration: time.Hour})()
 			}
 			settle()
 			m.collect()

@@ -8,10 +8,12 @@ import (
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tendhq/tend/cascade"
+	"github.com/tendhq/tend/controller"
 	"github.com/tendhq/tend/store"
 )
 
@@ -312,23 +314,6 @@ func TestOwnerOfUnwatchedKind(t *testing.T) {
 	})
 }
 
-// crashing counts the collector's deletes and cancels its run after the
-// given number, as if the process died there.
-type crashing struct {
-	store.Backend
-	after   int64
-	deletes atomic.Int64
-	cancel  context.CancelFunc
-}
-
-func (c *crashing) Delete(ctx context.Context, kind, key string, opts store.DeleteOptions) error {
-	err := c.Backend.Delete(ctx, kind, key, opts)
-	if c.deletes.Add(1) == c.after {
-		c.cancel()
-	}
-	return err
-}
-
 func TestCrashResume(t *testing.T) {
 	for _, tt := range []struct {
 		name        string
@@ -353,18 +338,12 @@ func TestCrashResume(t *testing.T) {
 				w.own("Secret/leaf", "!Secret/s")
 				w.create("Gateway/other")
 
-				ctx, cancel := context.WithCancel(context.Background())
-				crash := &crashing{Backend: w.s, after: tt.after, cancel: cancel}
-				c, err := cascade.New(cascade.Config{Backend: crash, Workers: 1})
-				if err != nil {
-					t.Fatal(err)
-				}
-				done := make(chan error, 1)
-				go func() { done <- c.Run(ctx) }()
+				crash := newHost(w.s, nil)
+				crash.crashAfter = tt.after
+				stopCrashed := start(t, cascade.Config{Backend: crash, Workers: 1})
 				w.delete("Gateway/g", tt.policy)
-				if err := <-done; err != nil {
-					t.Fatalf("Run: %v", err)
-				}
+				settle()
+				stopCrashed()
 				if got, want := w.names(), sorted(append(slices.Clone(tt.wantBetween), "Gateway/other")); !slices.Equal(got, want) {
 					t.Fatalf("after the crash: documents = %v, want %v and Gateway/other", got, tt.wantBetween)
 				}
@@ -458,12 +437,15 @@ func (w *faultyWatch) Next(ctx context.Context) (store.Event, error) {
 
 func TestLostWatch(t *testing.T) {
 	for _, tt := range []struct {
-		err         error
-		wantRelists float64
+		err error
+		// resync is the ResyncPeriod the collection needs: a
+		// compaction loses the deletion, so only a resync finds the
+		// dependent.
+		resync time.Duration
 	}{
-		{store.ErrCompacted, 1},
+		{store.ErrCompacted, time.Hour},
 		{store.ErrWatchLagged, 0},
-		{store.ErrClosed, 0},
+		{errUnavailable, 0},
 	} {
 		for _, recreate := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%v/recreate=%v", tt.err, recreate), func(t *testing.T) {
@@ -472,9 +454,8 @@ func TestLostWatch(t *testing.T) {
 					w.create("Gateway/g")
 					w.create("Route/r")
 					w.own("Route/r", "Gateway/g")
-					reg := prometheus.NewPedanticRegistry()
 					f := &faulty{Backend: w.s, kind: "Gateway", err: &store.Error{Op: "watch", Kind: "Gateway", Err: tt.err}}
-					stop := start(t, cascade.Config{Backend: f, MetricsRegisterer: reg})
+					stop := start(t, cascade.Config{Backend: f, ResyncPeriod: tt.resync})
 					defer stop()
 					settle()
 					f.arm.Store(true)
@@ -486,22 +467,49 @@ func TestLostWatch(t *testing.T) {
 					if w.exists("Route/r") {
 						t.Error("the dependent of an owner deleted during a lost watch was kept")
 					}
-					if got := counter(t, reg, "cascade_relists_total"); got != tt.wantRelists {
-						t.Errorf("relists = %v, want %v", got, tt.wantRelists)
-					}
 				})
 			})
 		}
 	}
 }
 
-// An owner created and deleted while its kind's watch was lost is never seen
-// by the collector; its dependents are found when the kind is listed again.
-func TestRelistFindsUnseenOwner(t *testing.T) {
+// The sources of the kinds list one after the other. An owner deleted
+// after its dependents' kind was listed and before its own kind was is
+// reported by no event; the pass over every document once all kinds are
+// listed finds its dependents.
+func TestOwnerDeletedWhileStarting(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		w.create("Gateway/g")
+		w.create("Route/r")
+		w.own("Route/r", "Gateway/g")
+		f := &faulty{Backend: w.s, kind: "Gateway"}
+		gate := make(chan struct{})
+		f.gate.Store(&gate)
+		stop := start(t, cascade.Config{Backend: f})
+		defer stop()
+		synctest.Wait() // Routes are listed and Route/r looked at; Gateways are not listed yet
+		if err := w.s.Delete(context.Background(), "Gateway", "g", store.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		f.gate.Store(nil)
+		close(gate)
+		settle()
+		if w.exists("Route/r") {
+			t.Error("the dependent of an owner deleted while the collector started was kept")
+		}
+	})
+}
+
+// An owner deleted while its kind's history was compacted is never seen
+// going; its dependents of another kind are found by the next resync, and
+// not before it.
+func TestResyncFindsUnseenDeletion(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		f := &faulty{Backend: w.s, kind: "Gateway", err: &store.Error{Op: "watch", Kind: "Gateway", Err: store.ErrCompacted}}
-		stop := start(t, cascade.Config{Backend: f})
+		const period = 10 * time.Hour
+		stop := start(t, cascade.Config{Backend: f, ResyncPeriod: period})
 		defer stop()
 		settle()
 		gate := make(chan struct{})
@@ -515,8 +523,13 @@ func TestRelistFindsUnseenOwner(t *testing.T) {
 		f.gate.Store(nil)
 		close(gate)
 		settle()
+		if !w.exists("Route/r") {
+			t.Fatal("the dependent was collected before any resync: the test no longer loses the deletion")
+		}
+		time.Sleep(period)
+		settle()
 		if w.exists("Route/r") {
-			t.Error("the dependent of an owner the collector never saw was kept")
+			t.Error("the dependent of an owner whose deletion was never seen was kept after a resync")
 		}
 	})
 }
@@ -572,10 +585,10 @@ func TestMetrics(t *testing.T) {
 	})
 }
 
-func TestNew(t *testing.T) {
+func TestNewController(t *testing.T) {
 	w := newWorld(t)
 	reg := prometheus.NewPedanticRegistry()
-	if _, err := cascade.New(cascade.Config{Backend: w.s, MetricsRegisterer: reg}); err != nil {
+	if _, err := cascade.NewController(cascade.Config{Backend: w.s, MetricsRegisterer: reg}); err != nil {
 		t.Fatal(err)
 	}
 	for _, tt := range []struct {
@@ -589,45 +602,31 @@ func TestNew(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			kinds := slices.Clone(tt.cfg.Kinds)
-			if _, err := cascade.New(tt.cfg); !errors.Is(err, cascade.ErrInvalidConfig) {
-				t.Errorf("New = %v, want ErrInvalidConfig", err)
+			if _, err := cascade.NewController(tt.cfg); !errors.Is(err, cascade.ErrInvalidConfig) {
+				t.Errorf("NewController = %v, want ErrInvalidConfig", err)
 			}
 			if !slices.Equal(kinds, tt.cfg.Kinds) {
-				t.Error("New changed the caller's config")
+				t.Error("NewController changed the caller's config")
 			}
 		})
 	}
 }
 
-func TestRunTwice(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		w := newWorld(t)
-		// The work queue's metrics are registered by each Run and
-		// unregistered when it returns.
-		c, err := cascade.New(cascade.Config{Backend: w.s, MetricsRegisterer: prometheus.NewPedanticRegistry()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- c.Run(ctx) }()
-		synctest.Wait()
-		if err := c.Run(ctx); !errors.Is(err, cascade.ErrRunning) {
-			t.Errorf("second Run = %v, want ErrRunning", err)
-		}
-		cancel()
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
-		// Once stopped, it runs again.
-		ctx, cancel = context.WithCancel(context.Background())
-		go func() { done <- c.Run(ctx) }()
-		synctest.Wait()
-		cancel()
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
-	})
+// When the controller's own metrics cannot be registered, NewController
+// fails and takes back the cascade metrics it registered.
+func TestNewControllerUnregistersOnFailure(t *testing.T) {
+	w := newWorld(t)
+	reg := prometheus.NewPedanticRegistry()
+	noop := controller.ReconcilerFunc(func(context.Context, string) (controller.Result, error) { return controller.Result{}, nil })
+	if _, err := controller.New(controller.Config{Name: "cascade", Reconciler: noop, MetricsRegisterer: reg}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cascade.NewController(cascade.Config{Backend: w.s, MetricsRegisterer: reg}); !errors.Is(err, cascade.ErrInvalidConfig) {
+		t.Fatalf("NewController = %v, want ErrInvalidConfig", err)
+	}
+	if _, err := cascade.NewController(cascade.Config{Backend: w.s, Name: "gc", MetricsRegisterer: reg}); err != nil {
+		t.Errorf("NewController under another name = %v: the cascade metrics were left registered", err)
+	}
 }
 
 // flaky fails the next reads (Get, List, Watch) with an error that is not a
