@@ -85,7 +85,7 @@
 // read the Lease at the write's own revision, so the check cannot be atomic.
 // Rather than perform such writes unchecked, the store refuses them all with
 // [ErrFencingUnsupported] and says so through [Store.FencingUnsupported]
-// (the capability storetest.Unfenced). Leases still give leader election and
+// (the capability [backend.Unfenced]). Leases still give leader election and
 // sharding their exclusion; what is lost is the guarantee that a process
 // which lost its lease a moment ago cannot write once more. A controller
 // Manager on this store states that choice with ManagerConfig.Unfenced
