@@ -44,6 +44,7 @@ var checks = []check{
 	{"Finalizers", checkFinalizers},
 	{"ListByLabel", checkListByLabel},
 	{"ListByOwner", checkListByOwner},
+	{"ListPages", checkListPages},
 	{"WatchOrder", checkWatchOrder},
 	{"WatchResume", checkWatchResume},
 	{"WatchAhead", checkWatchAhead},
