@@ -182,7 +182,7 @@ func (s *Store) list(ctx context.Context, kind string, opts store.ListOptions, c
 		if err != nil {
 			return false, err
 		}
-		if opts.Selector.Matches(d.Meta.Labels) && (opts.OwnerUID == "" || ownedBy(&d.Meta, opts.OwnerUID)) {
+		if backend.Selects(opts, &d.Meta) {
 			items = append(items, d)
 		}
 		return len(items) == want, nil
@@ -280,10 +280,6 @@ func (s *Store) indexPrefixes(kind string, opts store.ListOptions) []string {
 		}
 	}
 	return nil
-}
-
-func ownedBy(m *store.Meta, uid string) bool {
-	return slices.ContainsFunc(m.Owners, func(o store.OwnerRef) bool { return o.UID == uid })
 }
 
 // Create stores a new document.
@@ -452,11 +448,7 @@ func (s *Store) checkKind(ctx context.Context, op, kind, key string) error {
 		return err
 	}
 	if !s.kinds[kind] {
-		err := store.ErrUnknownKind
-		if verr := store.ValidateKind(kind); verr != nil {
-			err = verr
-		}
-		return &store.Error{Op: op, Kind: kind, Key: key, Err: err}
+		return backend.UnknownKind(op, kind, key, s.sorted)
 	}
 	return nil
 }

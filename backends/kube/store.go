@@ -144,12 +144,8 @@ func (s *Store) checkKind(ctx context.Context, op, kind, key string, checkKey bo
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := store.ValidateKind(kind); err != nil {
-		return &store.Error{Op: op, Kind: kind, Key: key, Err: err}
-	}
 	if !s.kinds[kind] {
-		return &store.Error{Op: op, Kind: kind, Key: key,
-			Err: fmt.Errorf("%w: the store holds %s", store.ErrUnknownKind, strings.Join(s.names, ", "))}
+		return backend.UnknownKind(op, kind, key, s.names)
 	}
 	if checkKey {
 		if err := store.ValidateKey(key); err != nil {
@@ -238,7 +234,7 @@ func (s *Store) List(ctx context.Context, kind string, opts store.ListOptions) (
 			if err != nil {
 				return store.ListResult{}, &store.Error{Op: op, Kind: kind, Err: err}
 			}
-			if !ok || removing(d) || !opts.Selector.Matches(d.Meta.Labels) || !ownedBy(d, opts.OwnerUID) {
+			if !ok || removing(d) || !backend.Selects(opts, &d.Meta) {
 				continue
 			}
 			items = append(items, d)
@@ -258,10 +254,6 @@ func (s *Store) List(ctx context.Context, kind string, opts store.ListOptions) (
 // listChunk is how many objects one request of List reads from the API
 // server.
 const listChunk = 500
-
-func ownedBy(d store.Document, uid string) bool {
-	return uid == "" || slices.ContainsFunc(d.Meta.Owners, func(o store.OwnerRef) bool { return o.UID == uid })
-}
 
 // Create stores a new custom resource for doc.
 func (s *Store) Create(ctx context.Context, doc store.Document) (store.Document, error) {

@@ -213,7 +213,7 @@ func (s *Store) List(ctx context.Context, kindName string, opts store.ListOption
 	vs := make([]*version, 0, len(keys))
 	for _, key := range keys {
 		v := k.docs[key]
-		if all || opts.Selector.Matches(v.meta.Labels) && (opts.OwnerUID == "" || ownedBy(v, opts.OwnerUID)) {
+		if all || backend.Selects(opts, &v.meta) {
 			vs = append(vs, v)
 		}
 	}
@@ -273,15 +273,6 @@ func (k *kind) candidates(opts store.ListOptions) ([]string, bool) {
 		}
 	}
 	return keys, false
-}
-
-func ownedBy(v *version, uid string) bool {
-	for _, o := range v.meta.Owners {
-		if o.UID == uid {
-			return true
-		}
-	}
-	return false
 }
 
 // Create stores a new document.
@@ -455,11 +446,7 @@ func (s *Store) kindOf(op, kindName, key string) (*kind, error) {
 	if k := s.kinds[kindName]; k != nil {
 		return k, nil
 	}
-	err := store.ErrUnknownKind
-	if verr := store.ValidateKind(kindName); verr != nil {
-		err = verr
-	}
-	return nil, &store.Error{Op: op, Kind: kindName, Key: key, Err: err}
+	return nil, backend.UnknownKind(op, kindName, key, s.kindNames)
 }
 
 // lookup returns the named kind after checking ctx and validating key.

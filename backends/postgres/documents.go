@@ -125,12 +125,12 @@ func (s *Store) list(ctx context.Context, query string, args []any, opts store.L
 				return err
 			}
 			if opts.Limit == 0 {
-				_, _, err := s.listRows(ctx, tx, query, args, opts.Selector, &res.Items, -1)
+				_, _, err := s.listRows(ctx, tx, query, args, opts, &res.Items, -1)
 				return err
 			}
 			batch := opts.Limit + 1
 			for after := c.After; ; {
-				n, last, err := s.listRows(ctx, tx, query, append(args, after, batch), opts.Selector, &res.Items, batch)
+				n, last, err := s.listRows(ctx, tx, query, append(args, after, batch), opts, &res.Items, batch)
 				if err != nil || n < batch || len(res.Items) == batch {
 					return err
 				}
@@ -145,10 +145,10 @@ func (s *Store) list(ctx context.Context, query string, args []any, opts store.L
 	return res, nil
 }
 
-// listRows appends to items the rows of query that match sel, up to limit of
+// listRows appends to items the rows of query that opts selects, up to limit of
 // them (no bound when limit is negative), and returns how many rows it read
 // and the key of the last.
-func (s *Store) listRows(ctx context.Context, tx pgx.Tx, query string, args []any, sel store.Selector, items *[]store.Document, limit int) (int, string, error) {
+func (s *Store) listRows(ctx context.Context, tx pgx.Tx, query string, args []any, opts store.ListOptions, items *[]store.Document, limit int) (int, string, error) {
 	rows, err := tx.Query(ctx, query, args...)
 	if err != nil {
 		return 0, "", err
@@ -161,7 +161,7 @@ func (s *Store) listRows(ctx context.Context, tx pgx.Tx, query string, args []an
 			return n, last, err
 		}
 		n, last = n+1, d.Meta.Key
-		if sel.Matches(d.Meta.Labels) && len(*items) != limit {
+		if backend.Selects(opts, &d.Meta) && len(*items) != limit {
 			*items = append(*items, d)
 		}
 	}

@@ -179,11 +179,7 @@ func (s *Store) Kinds() []string { return slices.Clone(s.kinds) }
 // store's kinds, or if key (when checkKey) is malformed.
 func (s *Store) checkKind(op, kind, key string, checkKey bool) error {
 	if _, ok := slices.BinarySearch(s.kinds, kind); !ok {
-		err := store.ErrUnknownKind
-		if verr := store.ValidateKind(kind); verr != nil {
-			err = verr
-		}
-		return &store.Error{Op: op, Kind: kind, Key: key, Err: err}
+		return backend.UnknownKind(op, kind, key, s.kinds)
 	}
 	if checkKey {
 		if err := store.ValidateKey(key); err != nil {

@@ -3,6 +3,7 @@ package backend
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/tendhq/tend/store"
 )
@@ -77,4 +78,16 @@ func RefuseFence(ctx context.Context, op, kind, key string, cause error) error {
 			Err: fmt.Errorf("%w (fence of lease %q at %d)", cause, f.Lease, f.Token)}
 	}
 	return nil
+}
+
+// UnknownKind is the error of a request naming kind, which the backend was
+// not configured with; known are the kinds it was. For a malformed kind
+// the cause is [store.ValidateKind]'s error (matching [store.ErrInvalid]),
+// else it matches [store.ErrUnknownKind].
+func UnknownKind(op, kind, key string, known []string) error {
+	err := store.ValidateKind(kind)
+	if err == nil {
+		err = fmt.Errorf("%w: the store holds %s", store.ErrUnknownKind, strings.Join(known, ", "))
+	}
+	return &store.Error{Op: op, Kind: kind, Key: key, Err: err}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/tendhq/tend/store"
@@ -112,4 +113,12 @@ func Page[T any](sorted []T, key func(T) string, limit int, c Cursor, rev int64)
 	}
 	page = sorted[:limit]
 	return page, EncodeContinue(Cursor{Revision: revision, After: key(page[limit-1])}), revision
+}
+
+// Selects reports whether a List with opts keeps the document whose
+// metadata is m: its labels match opts.Selector and, when opts.OwnerUID is
+// set, one of its owner references has that UID.
+func Selects(opts store.ListOptions, m *store.Meta) bool {
+	return opts.Selector.Matches(m.Labels) &&
+		(opts.OwnerUID == "" || slices.ContainsFunc(m.Owners, func(o store.OwnerRef) bool { return o.UID == opts.OwnerUID }))
 }
