@@ -3,7 +3,10 @@ package backend_test
 import (
 	"errors"
 	"math"
+	"slices"
 	"testing"
+
+	"pgregory.net/rapid"
 
 	"github.com/tendhq/tend/store"
 	"github.com/tendhq/tend/store/backend"
@@ -71,6 +74,50 @@ func FuzzDecodeContinue(f *testing.F) {
 		}
 		if again := backend.EncodeContinue(c); again != token {
 			t.Fatalf("DecodeContinue(%q) = %+v, which encodes as %q", token, c, again)
+		}
+	})
+}
+
+// TestPageProperty: for any sorted keys and any limit, the pages Page cuts
+// hold at most limit keys each, report the first page's revision, and
+// together are the keys, each once, in order; writes between pages (keys
+// added or removed) neither repeat nor lose a key present throughout.
+func TestPageProperty(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		gen := rapid.SliceOfDistinct(rapid.StringMatching(`[a-c][a-c.-]{0,3}(/[a-c][a-c.-]{0,3})?`), rapid.ID[string])
+		keys := slices.Sorted(slices.Values(gen.Draw(t, "keys")))
+		limit := rapid.IntRange(1, len(keys)+2).Draw(t, "limit")
+		id := func(k string) string { return k }
+		var got []string
+		c := backend.Cursor{}
+		current := keys
+		for pages := 0; ; pages++ {
+			if pages > 2*len(keys)+2 {
+				t.Fatalf("more than %d pages", pages)
+			}
+			page, next, rev := backend.Page(current, id, limit, c, int64(10+pages))
+			if len(page) > limit || rev != 10 {
+				t.Fatalf("page %d: %d keys at revision %d, limit %d at revision 10", pages, len(page), rev, limit)
+			}
+			got = append(got, page...)
+			if next == "" {
+				break
+			}
+			var err error
+			if c, err = backend.DecodeContinue(next); err != nil {
+				t.Fatal(err)
+			}
+			// Between pages, a write adds or removes keys.
+			extra := rapid.SliceOf(rapid.StringMatching(`[a-c][a-c]{0,3}`)).Draw(t, "added")
+			current = slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(keys), extra...))))
+		}
+		if !slices.IsSorted(got) || len(slices.Compact(slices.Clone(got))) != len(got) {
+			t.Fatalf("pages %q are not in order or repeat a key", got)
+		}
+		for _, k := range keys {
+			if !slices.Contains(got, k) {
+				t.Fatalf("pages %q lost %q", got, k)
+			}
 		}
 	})
 }
