@@ -88,10 +88,52 @@ func (c *Collection[Spec, Status]) Get(ctx context.Context, key string) (*Object
 // List returns the objects matching opts, ordered by key, and the revision
 // they were read at. If any document fails to decode, List returns no
 // objects and an error naming every such document.
+//
+// With opts.Limit set, List reads the objects in pages of that size, one
+// request each, so no single response holds the whole kind, and returns
+// them all with the first page's revision; opts.Continue starts from the
+// page it names. Pages are one snapshot only where the backend reads them
+// at one revision: see [Reader.List]. [Collection.ListPage] reads one page.
 func (c *Collection[Spec, Status]) List(ctx context.Context, opts ListOptions) ([]*Object[Spec, Status], int64, error) {
+	var objs []*Object[Spec, Status]
+	var rev int64
+	for first := true; ; first = false {
+		page, err := c.ListPage(ctx, opts)
+		if err != nil {
+			return nil, 0, err
+		}
+		if first {
+			objs, rev = page.Items, page.Revision
+		} else {
+			objs = append(objs, page.Items...)
+		}
+		if page.Continue == "" {
+			return objs, rev, nil
+		}
+		opts.Continue = page.Continue
+	}
+}
+
+// ObjectPage is one page of a typed list; see [Collection.ListPage].
+type ObjectPage[Spec, Status any] struct {
+	// Items are the page's objects, ordered by key.
+	Items []*Object[Spec, Status]
+	// Revision and Continue are those of [ListResult].
+	Revision int64
+	Continue string
+}
+
+// ListPage returns one page of the objects matching opts: at most
+// opts.Limit of them (all when it is zero) after those of the page whose
+// Continue token opts.Continue is. Pass the returned Continue token back to
+// read the next page; it is empty after the last. See [Reader.List] for
+// what pages promise and [ErrInvalidContinue]. If any document fails to
+// decode, ListPage returns no objects and an error naming every such
+// document.
+func (c *Collection[Spec, Status]) ListPage(ctx context.Context, opts ListOptions) (ObjectPage[Spec, Status], error) {
 	res, err := c.b.List(ctx, c.kind, opts)
 	if err != nil {
-		return nil, 0, err
+		return ObjectPage[Spec, Status]{}, err
 	}
 	objs := make([]*Object[Spec, Status], 0, len(res.Items))
 	var errs []error
@@ -104,9 +146,9 @@ func (c *Collection[Spec, Status]) List(ctx context.Context, opts ListOptions) (
 		objs = append(objs, o)
 	}
 	if errs != nil {
-		return nil, 0, errors.Join(errs...)
+		return ObjectPage[Spec, Status]{}, errors.Join(errs...)
 	}
-	return objs, res.Revision, nil
+	return ObjectPage[Spec, Status]{Items: objs, Revision: res.Revision, Continue: res.Continue}, nil
 }
 
 // Create stores o as a new document and returns it as stored. o.Status is

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/gob"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -247,5 +248,60 @@ func TestCollectionEncode(t *testing.T) {
 	_, err = c.Create(context.Background(), &store.Object[gwSpec, gwStatus]{Meta: store.Meta{Kind: "Other", Key: "k"}})
 	if !errors.Is(err, store.ErrInvalid) {
 		t.Errorf("create of another kind: got %v, want ErrInvalid", err)
+	}
+}
+
+func TestCollectionPages(t *testing.T) {
+	ctx := t.Context()
+	c, err := store.NewCollection[gwSpec, gwStatus](newBackend(t), "Gateway", store.CollectionConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, key := range []string{"gw-3", "gw-1", "gw-5", "gw-2", "gw-4"} {
+		if _, err := c.Create(ctx, &store.Object[gwSpec, gwStatus]{Meta: store.Meta{Key: key}}); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, key)
+	}
+	slices.Sort(want)
+	keys := func(objs []*store.Object[gwSpec, gwStatus]) []string {
+		var ks []string
+		for _, o := range objs {
+			ks = append(ks, o.Key)
+		}
+		return ks
+	}
+	all, rev, err := c.List(ctx, store.ListOptions{})
+	if err != nil || !slices.Equal(keys(all), want) {
+		t.Fatalf("List = %q, %v; want %q", keys(all), err, want)
+	}
+	// List with a limit reads every page.
+	paged, prev, err := c.List(ctx, store.ListOptions{Limit: 2})
+	if err != nil || !slices.Equal(keys(paged), want) || prev != rev {
+		t.Fatalf("List by 2 = %q at %d, %v; want %q at %d", keys(paged), prev, err, want, rev)
+	}
+	// ListPage reads one.
+	var got [][]string
+	opts := store.ListOptions{Limit: 2}
+	for {
+		page, err := c.ListPage(ctx, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, keys(page.Items))
+		if page.Continue == "" {
+			break
+		}
+		opts.Continue = page.Continue
+	}
+	if len(got) != 3 || !slices.Equal(slices.Concat(got...), want) {
+		t.Fatalf("pages %q, want %q in pages of 2", got, want)
+	}
+	if _, err := c.ListPage(ctx, store.ListOptions{Limit: 2, Continue: "bad"}); !errors.Is(err, store.ErrInvalidContinue) {
+		t.Fatalf("bad token: got %v, want ErrInvalidContinue", err)
+	}
+	if _, _, err := c.List(ctx, store.ListOptions{Continue: "bad"}); !errors.Is(err, store.ErrInvalidContinue) {
+		t.Fatalf("List with a bad token: got %v, want ErrInvalidContinue", err)
 	}
 }

@@ -31,9 +31,15 @@
 // [ParseSelector] reads Kubernetes label-selector syntax ("env=prod,tier in
 // (web,edge),!canary") into a [Selector] with a canonical [Selector.String];
 // backends translate its [Selector.Requirements] into their own queries.
-// [ValidateKind], [ValidateKey], [ValidateLabels], [ValidateFinalizer] and
-// [ValidateMeta] state what a backend accepts; every backend calls them, so
-// all backends accept the same documents.
+// [ValidateKind], [ValidateKey], [ValidateLabels] and [ValidateFinalizer]
+// state what a backend accepts; every backend checks them, so all backends
+// accept the same documents.
+//
+// # Paged lists
+//
+// [ListOptions.Limit] and [ListOptions.Continue] read a large kind in pages
+// ordered by key; [Collection.ListPage] is the typed form. Continue tokens
+// are opaque; a malformed one fails with [ErrInvalidContinue].
 //
 // # Deletion and finalizers
 //
@@ -57,8 +63,7 @@
 // delivers every later change in revision order, exactly once. A revision
 // older than the history the backend keeps fails with [ErrCompacted] (list
 // again); a consumer that falls too far behind fails with [ErrWatchLagged]
-// (watch again from its last revision). Backends that can discard history on
-// demand implement [Compactor]. A revision the backend has not reached yet,
+// (watch again from its last revision). A revision the backend has not reached yet,
 // such as one read through a replica that is further along, is waited for:
 // the watch delivers the changes after it, so a controller that resumes
 // from it misses none and sees none twice.
@@ -67,4 +72,6 @@
 //
 // Package storetest exports the suite every backend must pass; the in-memory
 // backend passes the same suite, so the test fake cannot drift from real stores.
+// Package backend (store/backend) holds what only backend authors need: the
+// write rules, the shared errors and the continue-token codec.
 package store

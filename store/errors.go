@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 )
 
@@ -26,6 +27,10 @@ var (
 	// ErrInvalid: the request is malformed (bad key, kind, label, selector,
 	// finalizer, or a rule such as adding a finalizer while Terminating).
 	ErrInvalid = errors.New("store: invalid")
+	// ErrInvalidContinue: a List's continue token is malformed, or was not
+	// made by this backend. It also matches [ErrInvalid]. List again from
+	// the first page.
+	ErrInvalidContinue = fmt.Errorf("%w continue token", ErrInvalid)
 	// ErrUnknownKind: the backend was not configured with the kind.
 	ErrUnknownKind = errors.New("store: unknown kind")
 	// ErrDecode: a stored payload could not be decoded into the caller's type.

@@ -145,3 +145,42 @@ func ExampleParseSelector() {
 	// env = [prod]
 	// tier in [edge web]
 }
+
+// ListPage reads a large kind a page at a time; each page's Continue token
+// asks for the next.
+func ExampleCollection_ListPage() {
+	ctx := context.Background()
+	backend, err := memory.New(memory.Config{Kinds: []string{"ApiGateway"}})
+	if err != nil {
+		panic(err)
+	}
+	gateways, err := store.NewCollection[GatewaySpec, GatewayStatus](backend, "ApiGateway", store.CollectionConfig{})
+	if err != nil {
+		panic(err)
+	}
+	for _, key := range []string{"gw-4", "gw-2", "gw-5", "gw-1", "gw-3"} {
+		if _, err := gateways.Create(ctx, &store.Object[GatewaySpec, GatewayStatus]{Meta: store.Meta{Key: key}}); err != nil {
+			panic(err)
+		}
+	}
+
+	opts := store.ListOptions{Limit: 2}
+	for {
+		page, err := gateways.ListPage(ctx, opts)
+		if err != nil {
+			panic(err)
+		}
+		for _, gw := range page.Items {
+			fmt.Print(gw.Key, " ")
+		}
+		fmt.Println("| more:", page.Continue != "")
+		if page.Continue == "" {
+			break
+		}
+		opts.Continue = page.Continue
+	}
+	// Output:
+	// gw-1 gw-2 | more: true
+	// gw-3 gw-4 | more: true
+	// gw-5 | more: false
+}

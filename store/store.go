@@ -72,20 +72,36 @@ type Document struct {
 	Status []byte
 }
 
-// ListOptions narrows a List. The zero value lists every document of the kind.
+// ListOptions narrows a List. The zero value lists every document of the
+// kind in one result.
 type ListOptions struct {
 	// Selector keeps documents whose labels match. See [ParseSelector].
 	Selector Selector
 	// OwnerUID, when set, keeps documents with an owner reference to that UID.
 	OwnerUID string
+	// Limit, when positive, asks for a page: at most Limit documents, and a
+	// [ListResult.Continue] token when more may follow. Zero lists every
+	// matching document; a negative Limit is an error matching [ErrInvalid].
+	Limit int
+	// Continue, when set, asks for the page after the one whose
+	// [ListResult.Continue] it is. The other options must be the same as
+	// for the first page. A token that no List of this backend returned
+	// fails with [ErrInvalidContinue]. See [Reader.List] for what pages
+	// promise.
+	Continue string
 }
 
-// ListResult is a consistent snapshot of a kind.
+// ListResult is a consistent snapshot of a kind, or one page of a list.
 type ListResult struct {
 	Items []Document
 	// Revision is the backend revision the list was read at. Watch from it to
-	// receive every change made after the snapshot.
+	// receive every change made after the snapshot. Every page of a paged
+	// list reports the revision of its first page.
 	Revision int64
+	// Continue is empty when the list is complete. Otherwise more documents
+	// may follow: pass it as [ListOptions.Continue] to read the next page.
+	// It is opaque: only the backend that returned it reads it.
+	Continue string
 }
 
 // DeleteOptions are the preconditions of a Delete. The zero value deletes
@@ -150,6 +166,22 @@ type Reader interface {
 	Get(ctx context.Context, kind, key string) (Document, error)
 	// List returns the documents of kind matching opts, ordered by key, and the
 	// revision they were read at.
+	//
+	// With [ListOptions.Limit] set it returns one page: at most Limit
+	// documents, ordered by key, all after those of the pages before, and a
+	// Continue token when more may follow (a page may hold fewer than
+	// Limit documents, even none, and still be followed by another). Read
+	// until Continue is empty, and the pages together hold every matching
+	// document exactly once when nothing was written in between. When
+	// writes happen between pages, a document that none of them changed
+	// still appears exactly once, in key order; a document created,
+	// changed or removed meanwhile appears at most once, in one of its
+	// states. Backends that read every page at the first page's revision
+	// (etcd, Kubernetes) return exactly that snapshot; they fail with
+	// [ErrCompacted] once that revision's history is gone, and the caller
+	// lists again from the first page. Each backend documents which it does.
+	// Every page reports the first page's revision, so a watch from it
+	// after the last page misses no change made since the list began.
 	List(ctx context.Context, kind string, opts ListOptions) (ListResult, error)
 }
 
@@ -191,18 +223,6 @@ type Writer interface {
 	// Deleting a Terminating document again changes nothing. Failed
 	// preconditions return [ErrConflict]; a missing document [ErrNotFound].
 	Delete(ctx context.Context, kind, key string, opts DeleteOptions) error
-}
-
-// Compactor is implemented by backends that can discard history on demand.
-// Package storetest uses it to check [ErrCompacted]; a backend whose store
-// compacts only on its own schedule implements it in its test wrapper.
-type Compactor interface {
-	// Compact discards the change history up to and including revision:
-	// afterwards a watch from an earlier revision fails with [ErrCompacted],
-	// and so does a watch that has not yet received a discarded change.
-	// A revision beyond the backend's current one is an error matching
-	// [ErrInvalid].
-	Compact(ctx context.Context, revision int64) error
 }
 
 // Watcher streams changes.

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/tendhq/tend/store"
 )
@@ -50,61 +49,6 @@ func TestValidateNames(t *testing.T) {
 			if !strings.Contains(err.Error(), tt.what) {
 				t.Errorf("%s %q: error %q does not say what is wrong", tt.what, s, err)
 			}
-		}
-	}
-}
-
-func TestValidateMeta(t *testing.T) {
-	ok := store.Meta{
-		Kind: "Gw", Key: "a",
-		Labels:     map[string]string{"app": "gw"},
-		Finalizers: []string{"example.com/a", "example.com/b"},
-		Owners:     []store.OwnerRef{{Kind: "Ns", Key: "n", UID: "u1", Controller: true}, {Kind: "Ns", Key: "m", UID: "u2"}},
-	}
-	if err := store.ValidateMeta(&ok); err != nil {
-		t.Fatalf("valid meta: %v", err)
-	}
-	tests := []struct {
-		name   string
-		change func(*store.Meta)
-		names  string
-	}{
-		{"kind", func(m *store.Meta) { m.Kind = "gw" }, `"gw"`},
-		{"key", func(m *store.Meta) { m.Key = "a//b" }, `"a//b"`},
-		{"label", func(m *store.Meta) { m.Labels = map[string]string{"app": "-x"} }, `"-x"`},
-		{"duplicate finalizer", func(m *store.Meta) { m.Finalizers = []string{"example.com/a", "example.com/a"} }, `"example.com/a"`},
-		{"owner without UID", func(m *store.Meta) { m.Owners = []store.OwnerRef{{Kind: "Ns", Key: "n"}} }, `"n"`},
-		{"owner kind", func(m *store.Meta) { m.Owners = []store.OwnerRef{{Kind: "ns", Key: "n", UID: "u"}} }, `"ns"`},
-		{"repeated owner", func(m *store.Meta) {
-			m.Owners = []store.OwnerRef{{Kind: "Ns", Key: "n", UID: "u"}, {Kind: "Ns", Key: "m", UID: "u"}}
-		}, `"u"`},
-		{"two controllers", func(m *store.Meta) {
-			m.Owners = []store.OwnerRef{{Kind: "Ns", Key: "n", UID: "u", Controller: true}, {Kind: "Ns", Key: "m", UID: "v", Controller: true}}
-		}, "controller"},
-	}
-	for _, tt := range tests {
-		m := ok
-		tt.change(&m)
-		err := store.ValidateMeta(&m)
-		if !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), tt.names) {
-			t.Errorf("%s: got %v, want ErrInvalid naming %s", tt.name, err, tt.names)
-		}
-	}
-}
-
-func TestValidateLease(t *testing.T) {
-	if err := store.ValidateLease("tend/leader", "host-1:8080", time.Second); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct {
-		name, holder string
-		ttl          time.Duration
-	}{
-		{"", "h", time.Second}, {"a//b", "h", time.Second}, {"a", "", time.Second}, {"a", "h h", time.Second},
-		{"a", "h\x7f", time.Second}, {"a", strings.Repeat("h", 254), time.Second}, {"a", "h", 0}, {"a", "h", -1},
-	} {
-		if err := store.ValidateLease(c.name, c.holder, c.ttl); !errors.Is(err, store.ErrInvalid) {
-			t.Errorf("ValidateLease(%q, %q, %v) = %v, want ErrInvalid", c.name, c.holder, c.ttl, err)
 		}
 	}
 }

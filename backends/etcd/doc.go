@@ -32,6 +32,10 @@
 // [Store.List] by owner, or with a "k=v" or "k in (…)" requirement, reads
 // the index and then the documents at the index's revision, so the result
 // is one consistent snapshot; other requirements filter the candidates.
+// The pages of a paged List ([store.ListOptions.Limit]) are etcd ranges
+// with a limit, after the last key of the page before, all read at the
+// first page's revision: together they are one snapshot, and once etcd has
+// compacted that revision the next page fails with [store.ErrCompacted].
 //
 // # Finalizers
 //

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tendhq/tend/store"
+	"github.com/tendhq/tend/store/backend"
 )
 
 // leaseRecord is the value of a lease key. The key is attached to an etcd
@@ -43,11 +44,8 @@ func ttlSeconds(ttl time.Duration) int64 {
 // key disappears when its etcd lease lapses.
 func (s *Store) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (store.Lease, error) {
 	const op = "acquire lease"
-	if err := ctx.Err(); err != nil {
+	if err := backend.CheckLease(ctx, op, name, holder, ttl); err != nil {
 		return store.Lease{}, err
-	}
-	if err := store.ValidateLease(name, holder, ttl); err != nil {
-		return store.Lease{}, &store.Error{Op: op, Key: name, Err: err}
 	}
 	key := s.keys.lease(name)
 	for {
@@ -62,8 +60,7 @@ func (s *Store) AcquireLease(ctx context.Context, name, holder string, ttl time.
 				return store.Lease{}, &store.Error{Op: op, Key: name, Err: err}
 			}
 			if rec.Holder != holder {
-				return store.Lease{}, &store.Error{Op: op, Key: name,
-					Err: fmt.Errorf("%w: %q holds it", store.ErrLeaseHeld, rec.Holder)}
+				return store.Lease{}, backend.LeaseHeld(op, name, rec.Holder, time.Time{})
 			}
 			l, err := s.extend(ctx, op, name, kv, rec, ttl)
 			if errors.Is(err, errGone) {
@@ -101,11 +98,8 @@ func (s *Store) AcquireLease(ctx context.Context, name, holder string, ttl time.
 // when the TTL is unchanged.
 func (s *Store) RenewLease(ctx context.Context, held store.Lease) (store.Lease, error) {
 	const op = "renew lease"
-	if err := ctx.Err(); err != nil {
+	if err := backend.CheckLease(ctx, op, held.Name, held.Holder, held.TTL); err != nil {
 		return store.Lease{}, err
-	}
-	if err := store.ValidateLease(held.Name, held.Holder, held.TTL); err != nil {
-		return store.Lease{}, &store.Error{Op: op, Key: held.Name, Err: err}
 	}
 	kv, rec, err := s.heldKey(ctx, op, held)
 	if err != nil {
@@ -113,7 +107,7 @@ func (s *Store) RenewLease(ctx context.Context, held store.Lease) (store.Lease, 
 	}
 	l, err := s.extend(ctx, op, held.Name, kv, rec, held.TTL)
 	if errors.Is(err, errGone) {
-		return store.Lease{}, lostError(op, held)
+		return store.Lease{}, backend.LeaseLost(op, held)
 	}
 	return l, err
 }
@@ -178,21 +172,21 @@ func (s *Store) ListLeases(ctx context.Context, prefix string) ([]store.Lease, e
 // it at held's fence.
 func (s *Store) heldKey(ctx context.Context, op string, held store.Lease) (*mvccpb.KeyValue, leaseRecord, error) {
 	if store.ValidateKey(held.Name) != nil {
-		return nil, leaseRecord{}, lostError(op, held)
+		return nil, leaseRecord{}, backend.LeaseLost(op, held)
 	}
 	resp, err := s.cli.Get(ctx, s.keys.lease(held.Name))
 	if err != nil {
 		return nil, leaseRecord{}, s.fail(ctx, op, "", held.Name, err)
 	}
 	if len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != held.Fence {
-		return nil, leaseRecord{}, lostError(op, held)
+		return nil, leaseRecord{}, backend.LeaseLost(op, held)
 	}
 	rec, err := decodeLease(resp.Kvs[0])
 	if err != nil {
 		return nil, leaseRecord{}, &store.Error{Op: op, Key: held.Name, Err: err}
 	}
 	if rec.Holder != held.Holder {
-		return nil, leaseRecord{}, lostError(op, held)
+		return nil, leaseRecord{}, backend.LeaseLost(op, held)
 	}
 	return resp.Kvs[0], rec, nil
 }
@@ -248,11 +242,6 @@ func (s *Store) revoke(ctx context.Context, id clientv3.LeaseID) {
 func leaseOf(name, holder string, fence, ttlSeconds int64, start time.Time) store.Lease {
 	ttl := time.Duration(ttlSeconds) * time.Second
 	return store.Lease{Name: name, Holder: holder, Fence: fence, TTL: ttl, Expires: start.Add(ttl)}
-}
-
-func lostError(op string, held store.Lease) error {
-	return &store.Error{Op: op, Key: held.Name,
-		Err: fmt.Errorf("%w: %q no longer holds it at fence %d", store.ErrLeaseLost, held.Holder, held.Fence)}
 }
 
 func encodeLease(r leaseRecord) string {

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tendhq/tend/store"
+	"github.com/tendhq/tend/store/backend"
 )
 
 // DefaultPrefix is the key prefix used when Config.Prefix is empty.
@@ -74,8 +75,8 @@ type Store struct {
 }
 
 var (
-	_ store.Backend   = (*Store)(nil)
-	_ store.Compactor = (*Store)(nil)
+	_ store.Backend     = (*Store)(nil)
+	_ backend.Compactor = (*Store)(nil)
 )
 
 // New returns a store on cfg.Client. It starts no goroutine and makes no
@@ -138,47 +139,77 @@ func (s *Store) Get(ctx context.Context, kind, key string) (store.Document, erro
 // revision. An owner UID, or else the first "k=v" or "k in (…)" requirement
 // of the selector, is served from index keys; the rest of the selector
 // filters the candidates.
+//
+// Every page of a paged list is read at the revision of the first, by key
+// range after the last key of the page before: together the pages are one
+// snapshot. Once etcd has compacted that revision, the next page fails with
+// [store.ErrCompacted], and the list starts again from its first page.
 func (s *Store) List(ctx context.Context, kind string, opts store.ListOptions) (store.ListResult, error) {
 	const op = "list"
 	if err := s.checkKind(ctx, op, kind, ""); err != nil {
 		return store.ListResult{}, err
 	}
-	if err := opts.Selector.Validate(); err != nil {
-		return store.ListResult{}, &store.Error{Op: op, Kind: kind, Err: err}
+	cursor, err := backend.StartList(kind, opts)
+	if err != nil {
+		return store.ListResult{}, err
 	}
 	for {
-		res, err := s.list(ctx, kind, opts)
+		res, err := s.list(ctx, kind, opts, cursor)
 		// The index was read at a revision compacted before the documents
-		// were: read both again.
-		if errors.Is(err, store.ErrCompacted) && ctx.Err() == nil {
+		// were: read both again. A later page is bound to its first page's
+		// revision, so it cannot.
+		if errors.Is(err, store.ErrCompacted) && cursor.Revision == 0 && ctx.Err() == nil {
 			continue
 		}
 		return res, err
 	}
 }
 
-func (s *Store) list(ctx context.Context, kind string, opts store.ListOptions) (store.ListResult, error) {
+// list reads the matching documents after c.After at revision c.Revision
+// (zero: the current one), all of them, or for a page, Limit+1 so it knows
+// whether another page follows.
+func (s *Store) list(ctx context.Context, kind string, opts store.ListOptions, c backend.Cursor) (store.ListResult, error) {
 	const op = "list"
-	var kvs []*mvccpb.KeyValue
-	var rev int64
+	rev, want := c.Revision, -1
+	if opts.Limit > 0 {
+		want = opts.Limit + 1
+	}
+	var items []store.Document
+	// add keeps the document of kv if it matches, and reports whether the
+	// list has all it wants.
+	add := func(kv *mvccpb.KeyValue) (bool, error) {
+		d, err := s.decode(op, kind, kv)
+		if err != nil {
+			return false, err
+		}
+		if backend.Selects(opts, &d.Meta) {
+			items = append(items, d)
+		}
+		return len(items) == want, nil
+	}
 	if prefixes := s.indexPrefixes(kind, opts); prefixes != nil {
 		ops := make([]clientv3.Op, len(prefixes))
 		for i, p := range prefixes {
-			ops[i] = clientv3.OpGet(p, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+			ops[i] = clientv3.OpGet(p, clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithRev(rev))
 		}
 		resp, err := s.cli.Txn(ctx).Then(ops...).Commit()
 		if err != nil {
 			return store.ListResult{}, s.fail(ctx, op, kind, "", err)
 		}
-		rev = resp.Header.Revision
+		if rev == 0 {
+			rev = resp.Header.Revision
+		}
 		var keys []string
 		for i, r := range resp.Responses {
 			for _, kv := range r.GetResponseRange().Kvs {
-				keys = append(keys, strings.TrimPrefix(string(kv.Key), prefixes[i]))
+				if k := strings.TrimPrefix(string(kv.Key), prefixes[i]); k > c.After {
+					keys = append(keys, k)
+				}
 			}
 		}
 		slices.Sort(keys)
 		keys = slices.Compact(keys)
+	batches:
 		for batch := range slices.Chunk(keys, getBatch) {
 			gets := make([]clientv3.Op, len(batch))
 			for i, k := range batch {
@@ -189,12 +220,23 @@ func (s *Store) list(ctx context.Context, kind string, opts store.ListOptions) (
 				return store.ListResult{}, s.fail(ctx, op, kind, "", err)
 			}
 			for _, r := range resp.Responses {
-				kvs = append(kvs, r.GetResponseRange().Kvs...)
+				for _, kv := range r.GetResponseRange().Kvs {
+					if done, err := add(kv); err != nil || done {
+						if err != nil {
+							return store.ListResult{}, err
+						}
+						break batches
+					}
+				}
 			}
 		}
 	} else {
 		prefix := s.keys.docs(kind)
 		from, end := prefix, clientv3.GetPrefixRangeEnd(prefix)
+		if c.After != "" {
+			from = s.keys.doc(kind, c.After) + "\x00"
+		}
+	pages:
 		for {
 			resp, err := s.cli.Get(ctx, from, clientv3.WithRange(end), clientv3.WithRev(rev), clientv3.WithLimit(listPage))
 			if err != nil {
@@ -203,24 +245,23 @@ func (s *Store) list(ctx context.Context, kind string, opts store.ListOptions) (
 			if rev == 0 {
 				rev = resp.Header.Revision
 			}
-			kvs = append(kvs, resp.Kvs...)
+			for _, kv := range resp.Kvs {
+				if done, err := add(kv); err != nil || done {
+					if err != nil {
+						return store.ListResult{}, err
+					}
+					break pages
+				}
+			}
 			if !resp.More || len(resp.Kvs) == 0 {
 				break
 			}
 			from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
 		}
 	}
-	res := store.ListResult{Items: make([]store.Document, 0, len(kvs)), Revision: rev}
-	for _, kv := range kvs {
-		d, err := s.decode(op, kind, kv)
-		if err != nil {
-			return store.ListResult{}, err
-		}
-		if opts.Selector.Matches(d.Meta.Labels) && (opts.OwnerUID == "" || ownedBy(&d.Meta, opts.OwnerUID)) {
-			res.Items = append(res.Items, d)
-		}
-	}
-	return res, nil
+	key := func(d store.Document) string { return d.Meta.Key }
+	page, next, rev := backend.Page(items, key, opts.Limit, backend.Cursor{Revision: c.Revision}, rev)
+	return store.ListResult{Items: page, Revision: rev, Continue: next}, nil
 }
 
 // indexPrefixes returns the index ranges that hold every document List must
@@ -241,10 +282,6 @@ func (s *Store) indexPrefixes(kind string, opts store.ListOptions) []string {
 	return nil
 }
 
-func ownedBy(m *store.Meta, uid string) bool {
-	return slices.ContainsFunc(m.Owners, func(o store.OwnerRef) bool { return o.UID == uid })
-}
-
 // Create stores a new document.
 func (s *Store) Create(ctx context.Context, doc store.Document) (store.Document, error) {
 	const op = "create"
@@ -252,7 +289,7 @@ func (s *Store) Create(ctx context.Context, doc store.Document) (store.Document,
 	if err := s.check(ctx, op, m.Kind, m.Key); err != nil {
 		return store.Document{}, err
 	}
-	if err := store.ValidateCreate(doc); err != nil {
+	if err := backend.ValidateCreate(doc); err != nil {
 		return store.Document{}, &store.Error{Op: op, Kind: m.Kind, Key: m.Key, Err: err}
 	}
 	now := time.Now().Round(0)
@@ -286,14 +323,14 @@ func (s *Store) UpdateSpec(ctx context.Context, doc store.Document) (store.Docum
 	if err := s.check(ctx, op, m.Kind, m.Key); err != nil {
 		return store.Document{}, err
 	}
-	if err := store.ValidateMeta(m); err != nil {
+	if err := backend.ValidateMeta(m); err != nil {
 		return store.Document{}, &store.Error{Op: op, Kind: m.Kind, Key: m.Key, Err: err}
 	}
 	cur, remembered, err := s.startFrom(ctx, op, m.Kind, m.Key, m.Revision)
 	if err != nil {
 		return store.Document{}, err
 	}
-	u, err := store.ApplySpec(cur, doc)
+	u, err := backend.ApplySpec(cur, doc)
 	if err != nil {
 		if verr := s.verify(ctx, op, m.Kind, m.Key, m.Revision, remembered); verr != nil {
 			return store.Document{}, verr
@@ -371,15 +408,12 @@ func (s *Store) Delete(ctx context.Context, kind, key string, opts store.DeleteO
 		if err != nil {
 			return err
 		}
-		switch {
-		case opts.UID != "" && opts.UID != cur.Meta.UID:
+		// cur is at opts.Revision when it is set, so only the UID can fail.
+		if conflict := backend.CheckDelete(cur.Meta, opts); conflict != nil || cur.Meta.Terminating() {
 			if err := s.verify(ctx, op, kind, key, opts.Revision, remembered); err != nil {
 				return err
 			}
-			return &store.Error{Op: op, Kind: kind, Key: key,
-				Err: fmt.Errorf("%w: UID %q is not the stored %q", store.ErrConflict, opts.UID, cur.Meta.UID)}
-		case cur.Meta.Terminating():
-			return s.verify(ctx, op, kind, key, opts.Revision, remembered)
+			return conflict
 		}
 		if len(cur.Meta.Finalizers) == 0 {
 			_, err = s.write(ctx, op, kind, key, cur.Meta.Revision, "", s.indexOps(&cur.Meta, nil))
@@ -414,11 +448,7 @@ func (s *Store) checkKind(ctx context.Context, op, kind, key string) error {
 		return err
 	}
 	if !s.kinds[kind] {
-		err := store.ErrUnknownKind
-		if verr := store.ValidateKind(kind); verr != nil {
-			err = verr
-		}
-		return &store.Error{Op: op, Kind: kind, Key: key, Err: err}
+		return backend.UnknownKind(op, kind, key, s.sorted)
 	}
 	return nil
 }
@@ -465,15 +495,14 @@ func (s *Store) current(ctx context.Context, op, kind, key string, rev int64, ch
 		return store.Document{}, s.fail(ctx, op, kind, key, err)
 	}
 	if fenced && !fenceHolds(f, resp.Responses[1].GetResponseRange().Kvs) {
-		return store.Document{}, fencedError(op, kind, key, f)
+		return store.Document{}, backend.Fenced(op, kind, key, f)
 	}
 	kvs := resp.Responses[0].GetResponseRange().Kvs
 	if len(kvs) == 0 {
 		return store.Document{}, &store.Error{Op: op, Kind: kind, Key: key, Err: store.ErrNotFound}
 	}
 	if checkRev && kvs[0].ModRevision != rev {
-		return store.Document{}, &store.Error{Op: op, Kind: kind, Key: key,
-			Err: fmt.Errorf("%w: revision %d is not the stored %d", store.ErrConflict, rev, kvs[0].ModRevision)}
+		return store.Document{}, backend.RevisionConflict(op, kind, key, rev, kvs[0].ModRevision)
 	}
 	s.remember(kvs[0])
 	return s.decode(op, kind, kvs[0])
@@ -502,7 +531,7 @@ func (s *Store) write(ctx context.Context, op, kind, key string, rev int64, valu
 	f, fenced := store.FenceFrom(ctx)
 	if fenced {
 		if f.Token <= 0 {
-			return 0, fencedError(op, kind, key, f)
+			return 0, backend.Fenced(op, kind, key, f)
 		}
 		leaseKey := s.keys.lease(f.Lease)
 		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(leaseKey), "=", f.Token))
@@ -523,7 +552,7 @@ func (s *Store) write(ctx context.Context, op, kind, key string, rev int64, valu
 	}
 	s.recent.forget(docKey)
 	if fenced && !fenceHolds(f, resp.Responses[1].GetResponseRange().Kvs) {
-		return 0, fencedError(op, kind, key, f)
+		return 0, backend.Fenced(op, kind, key, f)
 	}
 	switch kvs := resp.Responses[0].GetResponseRange().Kvs; {
 	case len(kvs) == 0:
@@ -531,8 +560,7 @@ func (s *Store) write(ctx context.Context, op, kind, key string, rev int64, valu
 	case rev == 0:
 		return 0, &store.Error{Op: op, Kind: kind, Key: key, Err: store.ErrAlreadyExists}
 	default:
-		return 0, &store.Error{Op: op, Kind: kind, Key: key,
-			Err: fmt.Errorf("%w: revision %d is not the stored %d", store.ErrConflict, rev, kvs[0].ModRevision)}
+		return 0, backend.RevisionConflict(op, kind, key, rev, kvs[0].ModRevision)
 	}
 }
 
@@ -540,11 +568,6 @@ func (s *Store) write(ctx context.Context, op, kind, key string, rev int64, valu
 // created at the fence's token.
 func fenceHolds(f store.Fence, kvs []*mvccpb.KeyValue) bool {
 	return f.Token > 0 && len(kvs) == 1 && kvs[0].CreateRevision == f.Token
-}
-
-func fencedError(op, kind, key string, f store.Fence) error {
-	return &store.Error{Op: op, Kind: kind, Key: key,
-		Err: fmt.Errorf("%w: lease %q is no longer held at token %d", store.ErrFenced, f.Lease, f.Token)}
 }
 
 // indexOps returns the operations that move a document's index keys from
@@ -595,7 +618,7 @@ func (s *Store) decode(op, kind string, kv *mvccpb.KeyValue) (store.Document, er
 // Compact discards etcd's history before revision+1, so that a watch from
 // any revision before revision fails with [store.ErrCompacted]. When
 // revision is the current one, a marker key is written first to move the
-// cluster past it. See [store.Compactor].
+// cluster past it. See [backend.Compactor].
 func (s *Store) Compact(ctx context.Context, revision int64) error {
 	const op = "compact"
 	if err := ctx.Err(); err != nil {
@@ -605,8 +628,8 @@ func (s *Store) Compact(ctx context.Context, revision int64) error {
 	if err != nil {
 		return s.fail(ctx, op, "", "", err)
 	}
-	if revision < 0 || revision > resp.Header.Revision {
-		return &store.Error{Op: op, Err: fmt.Errorf("%w: revision %d is outside 0..%d", store.ErrInvalid, revision, resp.Header.Revision)}
+	if err := backend.CheckCompact(revision, resp.Header.Revision); err != nil {
+		return err
 	}
 	if revision == resp.Header.Revision {
 		if _, err := s.cli.Put(ctx, s.keys.compactMarker(), ""); err != nil {

@@ -55,6 +55,48 @@ func TestCompactedByEtcd(t *testing.T) {
 	}
 }
 
+// TestPagesAtOneRevision: the pages of a list are read at the first page's
+// revision, so a document created, changed or removed between pages does
+// not show in later ones; once etcd compacts that revision, the next page
+// fails with store.ErrCompacted.
+func TestPagesAtOneRevision(t *testing.T) {
+	s, cli := newStore(t, "Widget")
+	ctx := t.Context()
+	for _, key := range []string{"a", "b", "c", "d"} {
+		if _, err := s.Create(ctx, store.Document{Meta: store.Meta{Kind: "Widget", Key: key}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first, err := s.List(ctx, "Widget", store.ListOptions{Limit: 2})
+	if err != nil || len(first.Items) != 2 || first.Continue == "" {
+		t.Fatalf("first page: %+v, %v", first, err)
+	}
+	if err := s.Delete(ctx, "Widget", "c", store.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := s.Create(ctx, store.Document{Meta: store.Meta{Kind: "Widget", Key: "bb"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := s.List(ctx, "Widget", store.ListOptions{Limit: 2, Continue: first.Continue})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, d := range next.Items {
+		keys = append(keys, d.Meta.Key)
+	}
+	if fmt.Sprint(keys) != "[c d]" || next.Continue != "" || next.Revision != first.Revision {
+		t.Fatalf("second page: keys %q at %d, continue %q; want [c d] at %d, the snapshot of the first page", keys, next.Revision, next.Continue, first.Revision)
+	}
+	if _, err := cli.Compact(ctx, d.Meta.Revision); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.List(ctx, "Widget", store.ListOptions{Limit: 2, Continue: first.Continue}); !errors.Is(err, store.ErrCompacted) {
+		t.Fatalf("page at a compacted revision: got %v, want ErrCompacted", err)
+	}
+}
+
 // TestWatchExactlyOnce: concurrent writers make many changes; a watch read
 // while they write and one read afterwards each deliver every change
 // exactly once, in revision order, and nothing else. Index keys written in

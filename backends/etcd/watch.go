@@ -11,6 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/tendhq/tend/store"
+	"github.com/tendhq/tend/store/backend"
 )
 
 // Watch returns every change to kind after fromRevision, from one etcd watch
@@ -26,20 +27,15 @@ func (s *Store) Watch(ctx context.Context, kind string, fromRevision int64) (sto
 	if err := s.checkKind(ctx, op, kind, ""); err != nil {
 		return nil, err
 	}
-	if fromRevision < 0 {
-		return nil, &store.Error{Op: op, Kind: kind, Err: fmt.Errorf("%w: negative revision %d", store.ErrInvalid, fromRevision)}
+	if err := backend.CheckWatch(kind, fromRevision); err != nil {
+		return nil, err
 	}
 	if c := s.compacted.Load(); fromRevision < c {
-		return nil, compactedError(kind, fromRevision, c)
+		return nil, backend.Compacted(kind, fromRevision, c)
 	}
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	ch := s.cli.Watch(wctx, s.keys.docs(kind), clientv3.WithPrefix(), clientv3.WithRev(fromRevision+1), clientv3.WithPrevKV())
 	return &watch{s: s, kind: kind, ch: ch, cancel: cancel, done: wctx.Done(), last: fromRevision}, nil
-}
-
-func compactedError(kind string, from, compacted int64) error {
-	return &store.Error{Op: "watch", Kind: kind,
-		Err: fmt.Errorf("%w: changes after revision %d are discarded up to revision %d", store.ErrCompacted, from, compacted)}
 }
 
 // watch adapts an etcd watch channel to the pull-based [store.Watch].
@@ -105,7 +101,7 @@ func (w *watch) take() (store.Event, bool, error) {
 			// Received from etcd before Store.Compact discarded it, but not
 			// yet by the consumer: the watch is overtaken, as Compact
 			// promises.
-			w.err = compactedError(w.kind, w.last, c)
+			w.err = backend.Compacted(w.kind, w.last, c)
 			return store.Event{}, false, w.err
 		}
 		w.last = rev
@@ -124,9 +120,9 @@ func (w *watch) receive(resp clientv3.WatchResponse, open bool) {
 	case !open:
 		w.fail(&store.Error{Op: "watch", Kind: w.kind, Err: fmt.Errorf("%w: the etcd client closed the watch", store.ErrClosed)})
 	case resp.CompactRevision != 0:
-		w.fail(compactedError(w.kind, w.lastRevision(), resp.CompactRevision-1))
+		w.fail(backend.Compacted(w.kind, w.lastRevision(), resp.CompactRevision-1))
 	case errors.Is(err, rpctypes.ErrCompacted):
-		w.fail(compactedError(w.kind, w.lastRevision(), 0))
+		w.fail(backend.Compacted(w.kind, w.lastRevision(), 0))
 	case err != nil:
 		// A watch etcd cancelled for another reason: start again from the
 		// last revision received.

@@ -61,7 +61,11 @@
 //
 // List is one consistent read of the kind in the namespace; its revision is
 // the list's resourceVersion. Label selectors and owners are applied by the
-// store. Watch is the API's watch from that resourceVersion: the store
+// store. A paged List ([store.ListOptions.Limit]) reads each page at the
+// first page's resourceVersion, so its pages are one snapshot ("410 Gone"
+// once that version is compacted is [store.ErrCompacted]); object names do
+// not sort as keys do, so each page reads the whole kind (see [Store.List]).
+// Watch is the API's watch from that resourceVersion: the store
 // resumes it when the API server ends it (as it does after its request
 // timeout) and reports "410 Gone" as [store.ErrCompacted]. Kubernetes has no
 // API to compact: history goes when the API server compacts etcd (every five
@@ -85,7 +89,7 @@
 // read the Lease at the write's own revision, so the check cannot be atomic.
 // Rather than perform such writes unchecked, the store refuses them all with
 // [ErrFencingUnsupported] and says so through [Store.FencingUnsupported]
-// (the capability storetest.Unfenced). Leases still give leader election and
+// (the capability [backend.Unfenced]). Leases still give leader election and
 // sharding their exclusion; what is lost is the guarantee that a process
 // which lost its lease a moment ago cannot write once more. A controller
 // Manager on this store states that choice with ManagerConfig.Unfenced

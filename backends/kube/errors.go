@@ -9,13 +9,14 @@ import (
 	"net/url"
 	"syscall"
 
-	"github.com/tendhq/tend/store"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
+
+	"github.com/tendhq/tend/store"
 )
 
 // ErrFencingUnsupported is the cause of every write whose context carries a

@@ -311,11 +311,11 @@ func TestForbidden(t *testing.T) {
 	}
 }
 
-// compacting gives the store the [store.Compactor] the conformance suite
+// compacting gives the store the [backend.Compactor] the conformance suite
 // needs. Kubernetes has no API to compact; the API server leaves it to etcd,
 // so the test compacts etcd directly, and a watch started before then is
 // stopped at the first discarded change it has not delivered, as
-// store.Compactor requires.
+// backend.Compactor requires.
 type compacting struct {
 	*kube.Store
 	etcd      string

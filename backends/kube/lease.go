@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tendhq/tend/store"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,6 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/tendhq/tend/store"
+	"github.com/tendhq/tend/store/backend"
 )
 
 var leaseResource = schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}
@@ -163,11 +165,8 @@ func (s *Store) leaseFail(op, name string, err error) error {
 // well within its time to live.
 func (s *Store) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (store.Lease, error) {
 	const op = "acquire lease"
-	if err := ctx.Err(); err != nil {
+	if err := backend.CheckLease(ctx, op, name, holder, ttl); err != nil {
 		return store.Lease{}, err
-	}
-	if err := store.ValidateLease(name, holder, ttl); err != nil {
-		return store.Lease{}, &store.Error{Op: op, Key: name, Err: err}
 	}
 	for {
 		l, err := s.getLease(ctx, op, name)
@@ -181,8 +180,7 @@ func (s *Store) AcquireLease(ctx context.Context, name, holder string, ttl time.
 		case l.holder == holder:
 			fence = l.fence // a renewal: nobody held the lease in between
 		case l.holder != "" && time.Now().Before(l.expires()):
-			return store.Lease{}, &store.Error{Op: op, Key: name,
-				Err: fmt.Errorf("%w: %q holds it until %v", store.ErrLeaseHeld, l.holder, l.expires())}
+			return store.Lease{}, backend.LeaseHeld(op, name, l.holder, l.expires())
 		default:
 			fence = l.fence + 1
 		}
@@ -199,11 +197,8 @@ func (s *Store) AcquireLease(ctx context.Context, name, holder string, ttl time.
 // RenewLease extends a lease its holder still has at the same fence.
 func (s *Store) RenewLease(ctx context.Context, held store.Lease) (store.Lease, error) {
 	const op = "renew lease"
-	if err := ctx.Err(); err != nil {
+	if err := backend.CheckLease(ctx, op, held.Name, held.Holder, held.TTL); err != nil {
 		return store.Lease{}, err
-	}
-	if err := store.ValidateLease(held.Name, held.Holder, held.TTL); err != nil {
-		return store.Lease{}, &store.Error{Op: op, Key: held.Name, Err: err}
 	}
 	for {
 		l, err := s.getLease(ctx, op, held.Name)
@@ -211,8 +206,7 @@ func (s *Store) RenewLease(ctx context.Context, held store.Lease) (store.Lease, 
 			return store.Lease{}, err
 		}
 		if l == nil || l.holder != held.Holder || l.fence != held.Fence {
-			return store.Lease{}, &store.Error{Op: op, Key: held.Name,
-				Err: fmt.Errorf("%w: %q no longer holds it at fence %d", store.ErrLeaseLost, held.Holder, held.Fence)}
+			return store.Lease{}, backend.LeaseLost(op, held)
 		}
 		nl, ok, err := s.writeLease(ctx, op, held.Name, l, held.Holder, held.Fence, held.TTL)
 		if err != nil {

@@ -7,11 +7,12 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/tendhq/tend/store"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
+
+	"github.com/tendhq/tend/store"
 )
 
 // canonical returns a JSON payload as the API server gives it back: keys
@@ -157,18 +158,6 @@ func latest(a, b time.Time) time.Time {
 		return b
 	}
 	return a
-}
-
-func sameLabels(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 // parseRevision reads a resourceVersion. Kubernetes calls resource versions

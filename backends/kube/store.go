@@ -7,12 +7,14 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/tendhq/tend/store"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
+
+	"github.com/tendhq/tend/store"
+	"github.com/tendhq/tend/store/backend"
 )
 
 // Defaults of [Config].
@@ -57,8 +59,8 @@ type Store struct {
 }
 
 var (
-	_ store.Backend                           = (*Store)(nil)
-	_ interface{ FencingUnsupported() error } = (*Store)(nil)
+	_ store.Backend    = (*Store)(nil)
+	_ backend.Unfenced = (*Store)(nil)
 )
 
 // New returns a store on the API server cfg.REST points to. It checks the
@@ -142,12 +144,8 @@ func (s *Store) checkKind(ctx context.Context, op, kind, key string, checkKey bo
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := store.ValidateKind(kind); err != nil {
-		return &store.Error{Op: op, Kind: kind, Key: key, Err: err}
-	}
 	if !s.kinds[kind] {
-		return &store.Error{Op: op, Kind: kind, Key: key,
-			Err: fmt.Errorf("%w: the store holds %s", store.ErrUnknownKind, strings.Join(s.names, ", "))}
+		return backend.UnknownKind(op, kind, key, s.names)
 	}
 	if checkKey {
 		if err := store.ValidateKey(key); err != nil {
@@ -159,11 +157,7 @@ func (s *Store) checkKind(ctx context.Context, op, kind, key string, checkKey bo
 
 // unfenced refuses a write whose context carries a fence.
 func unfenced(ctx context.Context, op, kind, key string) error {
-	if f, ok := store.FenceFrom(ctx); ok {
-		return &store.Error{Op: op, Kind: kind, Key: key,
-			Err: fmt.Errorf("%w (fence of lease %q at %d)", ErrFencingUnsupported, f.Lease, f.Token)}
-	}
-	return nil
+	return backend.RefuseFence(ctx, op, kind, key, ErrFencingUnsupported)
 }
 
 // get reads the object under key. An object being removed (Terminating with
@@ -200,40 +194,66 @@ func (s *Store) Get(ctx context.Context, kind, key string) (store.Document, erro
 // List reads the documents of kind in one consistent read from the API
 // server and filters them by opts. The result's revision is the list's
 // resourceVersion.
+//
+// Object names do not sort as keys do, so the API server's own pages, in
+// name order, cannot be the store's pages, in key order. A paged List reads
+// the kind (in pages of the API server's limit and continue) at the
+// resourceVersion of its first page (resourceVersionMatch=Exact), and
+// returns the documents after the last key of the page before: together
+// the pages are one snapshot, each bounded in size for the caller, though
+// the API server reads the whole kind for each. Once the API server has
+// compacted that resourceVersion it answers "410 Gone" and the page fails
+// with [store.ErrCompacted]: the list starts again from its first page.
 func (s *Store) List(ctx context.Context, kind string, opts store.ListOptions) (store.ListResult, error) {
 	const op = "list"
 	if err := s.checkKind(ctx, op, kind, "", false); err != nil {
 		return store.ListResult{}, err
 	}
-	if err := opts.Selector.Validate(); err != nil {
-		return store.ListResult{}, &store.Error{Op: op, Kind: kind, Err: err}
-	}
-	ul, err := s.resource(kind).List(ctx, metav1.ListOptions{})
+	cursor, err := backend.StartList(kind, opts)
 	if err != nil {
-		return store.ListResult{}, s.fail(op, kind, "", err)
+		return store.ListResult{}, err
 	}
-	rev, err := parseRevision(ul.GetResourceVersion())
-	if err != nil {
-		return store.ListResult{}, &store.Error{Op: op, Kind: kind, Err: err}
+	var items []store.Document
+	lo := metav1.ListOptions{Limit: listChunk}
+	if cursor.Revision != 0 {
+		lo.ResourceVersion, lo.ResourceVersionMatch = formatRevision(cursor.Revision), metav1.ResourceVersionMatchExact
 	}
-	res := store.ListResult{Revision: rev}
-	for i := range ul.Items {
-		d, ok, err := s.document(kind, &ul.Items[i])
+	var rev int64
+	for {
+		ul, err := s.resource(kind).List(ctx, lo)
 		if err != nil {
-			return store.ListResult{}, &store.Error{Op: op, Kind: kind, Err: err}
+			return store.ListResult{}, s.fail(op, kind, "", err)
 		}
-		if !ok || removing(d) || !opts.Selector.Matches(d.Meta.Labels) || !ownedBy(d, opts.OwnerUID) {
-			continue
+		if rev == 0 {
+			if rev, err = parseRevision(ul.GetResourceVersion()); err != nil {
+				return store.ListResult{}, &store.Error{Op: op, Kind: kind, Err: err}
+			}
 		}
-		res.Items = append(res.Items, d)
+		for i := range ul.Items {
+			d, ok, err := s.document(kind, &ul.Items[i])
+			if err != nil {
+				return store.ListResult{}, &store.Error{Op: op, Kind: kind, Err: err}
+			}
+			if !ok || removing(d) || !backend.Selects(opts, &d.Meta) {
+				continue
+			}
+			items = append(items, d)
+		}
+		if ul.GetContinue() == "" {
+			break
+		}
+		// The API server's continue token carries the resourceVersion.
+		lo = metav1.ListOptions{Limit: listChunk, Continue: ul.GetContinue()}
 	}
-	slices.SortFunc(res.Items, func(a, b store.Document) int { return strings.Compare(a.Meta.Key, b.Meta.Key) })
-	return res, nil
+	slices.SortFunc(items, func(a, b store.Document) int { return strings.Compare(a.Meta.Key, b.Meta.Key) })
+	key := func(d store.Document) string { return d.Meta.Key }
+	page, next, rev := backend.Page(items, key, opts.Limit, cursor, rev)
+	return store.ListResult{Items: page, Revision: rev, Continue: next}, nil
 }
 
-func ownedBy(d store.Document, uid string) bool {
-	return uid == "" || slices.ContainsFunc(d.Meta.Owners, func(o store.OwnerRef) bool { return o.UID == uid })
-}
+// listChunk is how many objects one request of List reads from the API
+// server.
+const listChunk = 500
 
 // Create stores a new custom resource for doc.
 func (s *Store) Create(ctx context.Context, doc store.Document) (store.Document, error) {
@@ -242,16 +262,8 @@ func (s *Store) Create(ctx context.Context, doc store.Document) (store.Document,
 	if err := s.checkKind(ctx, op, kind, key, true); err != nil {
 		return store.Document{}, err
 	}
-	if err := store.ValidateMeta(&doc.Meta); err != nil {
+	if err := backend.ValidateCreate(doc); err != nil {
 		return store.Document{}, &store.Error{Op: op, Kind: kind, Key: key, Err: err}
-	}
-	switch {
-	case doc.Meta.Revision != 0:
-		return store.Document{}, &store.Error{Op: op, Kind: kind, Key: key,
-			Err: fmt.Errorf("%w: a new document has no revision (got %d)", store.ErrInvalid, doc.Meta.Revision)}
-	case len(doc.Status) != 0:
-		return store.Document{}, &store.Error{Op: op, Kind: kind, Key: key,
-			Err: fmt.Errorf("%w: a new document has no status; the controller writes it", store.ErrInvalid)}
 	}
 	if err := unfenced(ctx, op, kind, key); err != nil {
 		return store.Document{}, err
@@ -292,8 +304,7 @@ func (s *Store) current(ctx context.Context, op string, doc store.Document) (*un
 		return nil, store.Document{}, err
 	}
 	if d.Meta.Revision != doc.Meta.Revision {
-		return nil, store.Document{}, &store.Error{Op: op, Kind: kind, Key: key,
-			Err: fmt.Errorf("%w: stored revision is %d, the write is based on %d", store.ErrConflict, d.Meta.Revision, doc.Meta.Revision)}
+		return nil, store.Document{}, backend.RevisionConflict(op, kind, key, doc.Meta.Revision, d.Meta.Revision)
 	}
 	return u, d, nil
 }
@@ -306,7 +317,7 @@ func (s *Store) UpdateSpec(ctx context.Context, doc store.Document) (store.Docum
 	if err := s.checkKind(ctx, op, kind, key, true); err != nil {
 		return store.Document{}, err
 	}
-	if err := store.ValidateMeta(&doc.Meta); err != nil {
+	if err := backend.ValidateMeta(&doc.Meta); err != nil {
 		return store.Document{}, &store.Error{Op: op, Kind: kind, Key: key, Err: err}
 	}
 	spec, err := canonical(doc.Spec)
@@ -320,16 +331,12 @@ func (s *Store) UpdateSpec(ctx context.Context, doc store.Document) (store.Docum
 	if err != nil {
 		return store.Document{}, err
 	}
-	if cur.Meta.Terminating() {
-		for _, f := range doc.Meta.Finalizers {
-			if !cur.Meta.HasFinalizer(f) {
-				return store.Document{}, &store.Error{Op: op, Kind: kind, Key: key,
-					Err: fmt.Errorf("%w: finalizer %q cannot be added to a terminating document", store.ErrInvalid, f)}
-			}
+	update := doc
+	update.Spec = spec
+	if u, err := backend.ApplySpec(cur, update); err != nil || !u.Changed {
+		if err != nil {
+			return store.Document{}, &store.Error{Op: op, Kind: kind, Key: key, Err: err}
 		}
-	}
-	if string(spec) == string(cur.Spec) && sameLabels(doc.Meta.Labels, cur.Meta.Labels) &&
-		slices.Equal(doc.Meta.Finalizers, cur.Meta.Finalizers) && slices.Equal(doc.Meta.Owners, cur.Meta.Owners) {
 		return cur, nil
 	}
 	if err := s.setSpec(u, doc); err != nil {
@@ -388,15 +395,8 @@ func (s *Store) Delete(ctx context.Context, kind, key string, opts store.DeleteO
 	if err != nil {
 		return err
 	}
-	switch {
-	case opts.Revision != 0 && opts.Revision != cur.Meta.Revision:
-		return &store.Error{Op: op, Kind: kind, Key: key,
-			Err: fmt.Errorf("%w: stored revision is %d, not %d", store.ErrConflict, cur.Meta.Revision, opts.Revision)}
-	case opts.UID != "" && opts.UID != cur.Meta.UID:
-		return &store.Error{Op: op, Kind: kind, Key: key,
-			Err: fmt.Errorf("%w: stored UID is %q, not %q", store.ErrConflict, cur.Meta.UID, opts.UID)}
-	case cur.Meta.Terminating():
-		return nil
+	if err := backend.CheckDelete(cur.Meta, opts); err != nil || cur.Meta.Terminating() {
+		return err
 	}
 	background := metav1.DeletePropagationBackground
 	del := metav1.DeleteOptions{PropagationPolicy: &background, Preconditions: &metav1.Preconditions{}}

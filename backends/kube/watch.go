@@ -7,11 +7,13 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/tendhq/tend/store"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/tendhq/tend/store"
+	"github.com/tendhq/tend/store/backend"
 )
 
 // Watch watches kind's custom resources from resourceVersion fromRevision.
@@ -28,8 +30,8 @@ func (s *Store) Watch(ctx context.Context, kind string, fromRevision int64) (sto
 	if err := s.checkKind(ctx, op, kind, "", false); err != nil {
 		return nil, err
 	}
-	if fromRevision < 0 {
-		return nil, &store.Error{Op: op, Kind: kind, Err: fmt.Errorf("%w: negative revision %d", store.ErrInvalid, fromRevision)}
+	if err := backend.CheckWatch(kind, fromRevision); err != nil {
+		return nil, err
 	}
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	w := &kindWatch{s: s, kind: kind, ctx: wctx, cancel: cancel, last: fromRevision}

@@ -13,7 +13,10 @@
 // ones (see [store.Writer]), so a no-op status update allocates nothing.
 // Owner UIDs and label values are indexed, so [Store.List] by owner or by an
 // equality selector does not scan the kind; a List with no narrowing reuses
-// a sorted key list that only a create or a removal invalidates.
+// a sorted key list that only a create or a removal invalidates. A page of
+// a paged List ([store.ListOptions.Limit]) holds the documents stored when
+// it is read whose keys follow the last key of the page before: a document
+// no write touched between pages appears exactly once.
 //
 // # Watches
 //

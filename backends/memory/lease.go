@@ -2,12 +2,12 @@ package memory
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/tendhq/tend/store"
+	"github.com/tendhq/tend/store/backend"
 )
 
 // lease is the state of one named lease. It outlives its holders so that
@@ -27,11 +27,8 @@ func (l *lease) public(name string) store.Lease {
 // AcquireLease takes or renews the named lease for holder.
 func (s *Store) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (store.Lease, error) {
 	const op = "acquire lease"
-	if err := ctx.Err(); err != nil {
+	if err := backend.CheckLease(ctx, op, name, holder, ttl); err != nil {
 		return store.Lease{}, err
-	}
-	if err := store.ValidateLease(name, holder, ttl); err != nil {
-		return store.Lease{}, &store.Error{Op: op, Key: name, Err: err}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -45,8 +42,7 @@ func (s *Store) AcquireLease(ctx context.Context, name, holder string, ttl time.
 	case l.held && l.holder == holder:
 		// A renewal: nobody held the lease in between, so the fence stays.
 	case l.held && now.Before(l.expires):
-		return store.Lease{}, &store.Error{Op: op, Key: name,
-			Err: fmt.Errorf("%w: %q holds it until %v", store.ErrLeaseHeld, l.holder, l.expires.Round(0))}
+		return store.Lease{}, backend.LeaseHeld(op, name, l.holder, l.expires)
 	default:
 		l.fence++
 	}
@@ -57,19 +53,15 @@ func (s *Store) AcquireLease(ctx context.Context, name, holder string, ttl time.
 // RenewLease extends a lease its holder still has.
 func (s *Store) RenewLease(ctx context.Context, held store.Lease) (store.Lease, error) {
 	const op = "renew lease"
-	if err := ctx.Err(); err != nil {
-		return store.Lease{}, err
-	}
 	ttl := held.TTL
-	if err := store.ValidateLease(held.Name, held.Holder, ttl); err != nil {
-		return store.Lease{}, &store.Error{Op: op, Key: held.Name, Err: err}
+	if err := backend.CheckLease(ctx, op, held.Name, held.Holder, ttl); err != nil {
+		return store.Lease{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	l := s.leases[held.Name]
 	if !l.isHeld(held) {
-		return store.Lease{}, &store.Error{Op: op, Key: held.Name,
-			Err: fmt.Errorf("%w: %q no longer holds it at fence %d", store.ErrLeaseLost, held.Holder, held.Fence)}
+		return store.Lease{}, backend.LeaseLost(op, held)
 	}
 	l.ttl, l.expires = ttl, s.now().Add(ttl)
 	return l.public(held.Name), nil

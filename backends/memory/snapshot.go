@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tendhq/tend/store"
+	"github.com/tendhq/tend/store/backend"
 )
 
 // ErrBadSnapshot is returned by [New] when Config.Restore does not hold a
@@ -164,7 +165,7 @@ func (s *Store) restore(r io.Reader) error {
 		k.put(nil, &version{meta: c.Meta, spec: c.Spec, status: c.Status})
 	}
 	for _, l := range data.Leases {
-		if err := store.ValidateLease(l.Name, l.Holder, l.TTL); err != nil || l.Fence < 1 {
+		if err := backend.ValidateLease(l.Name, l.Holder, l.TTL); err != nil || l.Fence < 1 {
 			return fmt.Errorf("%w: lease %q: invalid (fence %d): %v", ErrBadSnapshot, l.Name, l.Fence, err)
 		}
 		if s.leases[l.Name] != nil {
@@ -181,7 +182,7 @@ func (s *Store) restore(r io.Reader) error {
 
 // restoredDoc checks the metadata of a document read from a snapshot.
 func restoredDoc(m *store.Meta, rev int64, uids map[string]bool) error {
-	if err := store.ValidateMeta(m); err != nil {
+	if err := backend.ValidateMeta(m); err != nil {
 		return err
 	}
 	switch {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tendhq/tend/store"
+	"github.com/tendhq/tend/store/backend"
 )
 
 // Defaults of [Config].
@@ -68,8 +69,8 @@ type Store struct {
 }
 
 var (
-	_ store.Backend   = (*Store)(nil)
-	_ store.Compactor = (*Store)(nil)
+	_ store.Backend     = (*Store)(nil)
+	_ backend.Compactor = (*Store)(nil)
 )
 
 // kind holds the documents of one kind.
@@ -189,6 +190,10 @@ func (s *Store) Get(ctx context.Context, kindName, key string) (store.Document, 
 // List returns copies of the matching documents, ordered by key. A selector
 // requirement of the form "k=v" or "k in (…)", and an owner UID, are served
 // from indexes; other requirements filter the candidates.
+//
+// A page holds the documents stored when it is read whose keys follow the
+// last key of the page before: the store keeps no past versions, so pages
+// are not one snapshot (see [store.Reader.List] for what that promises).
 func (s *Store) List(ctx context.Context, kindName string, opts store.ListOptions) (store.ListResult, error) {
 	const op = "list"
 	if err := ctx.Err(); err != nil {
@@ -198,8 +203,9 @@ func (s *Store) List(ctx context.Context, kindName string, opts store.ListOption
 	if err != nil {
 		return store.ListResult{}, err
 	}
-	if err := opts.Selector.Validate(); err != nil {
-		return store.ListResult{}, &store.Error{Op: op, Kind: kindName, Err: err}
+	cursor, err := backend.StartList(kindName, opts)
+	if err != nil {
+		return store.ListResult{}, err
 	}
 	s.mu.RLock()
 	keys, sorted := k.candidates(opts)
@@ -207,7 +213,7 @@ func (s *Store) List(ctx context.Context, kindName string, opts store.ListOption
 	vs := make([]*version, 0, len(keys))
 	for _, key := range keys {
 		v := k.docs[key]
-		if all || opts.Selector.Matches(v.meta.Labels) && (opts.OwnerUID == "" || ownedBy(v, opts.OwnerUID)) {
+		if all || backend.Selects(opts, &v.meta) {
 			vs = append(vs, v)
 		}
 	}
@@ -216,7 +222,8 @@ func (s *Store) List(ctx context.Context, kindName string, opts store.ListOption
 	if !sorted {
 		slices.SortFunc(vs, func(a, b *version) int { return strings.Compare(a.meta.Key, b.meta.Key) })
 	}
-	res := store.ListResult{Items: make([]store.Document, len(vs)), Revision: rev}
+	vs, next, rev := backend.Page(vs, func(v *version) string { return v.meta.Key }, opts.Limit, cursor, rev)
+	res := store.ListResult{Items: make([]store.Document, len(vs)), Revision: rev, Continue: next}
 	for i, v := range vs {
 		res.Items[i] = v.document(store.Document{})
 	}
@@ -268,15 +275,6 @@ func (k *kind) candidates(opts store.ListOptions) ([]string, bool) {
 	return keys, false
 }
 
-func ownedBy(v *version, uid string) bool {
-	for _, o := range v.meta.Owners {
-		if o.UID == uid {
-			return true
-		}
-	}
-	return false
-}
-
 // Create stores a new document.
 func (s *Store) Create(ctx context.Context, doc store.Document) (store.Document, error) {
 	const op = "create"
@@ -285,7 +283,7 @@ func (s *Store) Create(ctx context.Context, doc store.Document) (store.Document,
 	if err != nil {
 		return store.Document{}, err
 	}
-	if err := store.ValidateCreate(doc); err != nil {
+	if err := backend.ValidateCreate(doc); err != nil {
 		return store.Document{}, &store.Error{Op: op, Kind: m.Kind, Key: m.Key, Err: err}
 	}
 	c := doc.Clone()
@@ -325,7 +323,7 @@ func (s *Store) UpdateSpec(ctx context.Context, doc store.Document) (store.Docum
 	if err != nil {
 		return store.Document{}, err
 	}
-	if err := store.ValidateMeta(m); err != nil {
+	if err := backend.ValidateMeta(m); err != nil {
 		return store.Document{}, &store.Error{Op: op, Kind: m.Kind, Key: m.Key, Err: err}
 	}
 	s.mu.Lock()
@@ -338,7 +336,7 @@ func (s *Store) UpdateSpec(ctx context.Context, doc store.Document) (store.Docum
 	if err != nil {
 		return store.Document{}, err
 	}
-	u, err := store.ApplySpec(store.Document{Meta: cur.meta, Spec: cur.spec, Status: cur.status}, doc)
+	u, err := backend.ApplySpec(store.Document{Meta: cur.meta, Spec: cur.spec, Status: cur.status}, doc)
 	if err != nil {
 		return store.Document{}, &store.Error{Op: op, Kind: m.Kind, Key: m.Key, Err: err}
 	}
@@ -405,17 +403,11 @@ func (s *Store) Delete(ctx context.Context, kindName, key string, opts store.Del
 		return err
 	}
 	cur := k.docs[key]
-	switch {
-	case cur == nil:
+	if cur == nil {
 		return &store.Error{Op: op, Kind: kindName, Key: key, Err: store.ErrNotFound}
-	case opts.Revision != 0 && opts.Revision != cur.meta.Revision:
-		return &store.Error{Op: op, Kind: kindName, Key: key,
-			Err: fmt.Errorf("%w: revision %d is not the stored %d", store.ErrConflict, opts.Revision, cur.meta.Revision)}
-	case opts.UID != "" && opts.UID != cur.meta.UID:
-		return &store.Error{Op: op, Kind: kindName, Key: key,
-			Err: fmt.Errorf("%w: UID %q is not the stored %q", store.ErrConflict, opts.UID, cur.meta.UID)}
-	case cur.meta.Terminating():
-		return nil
+	}
+	if err := backend.CheckDelete(cur.meta, opts); err != nil || cur.meta.Terminating() {
+		return err
 	}
 	s.rev++
 	if len(cur.meta.Finalizers) == 0 {
@@ -431,15 +423,15 @@ func (s *Store) Delete(ctx context.Context, kindName, key string, opts store.Del
 }
 
 // Compact discards the change history up to and including revision. See
-// [store.Compactor].
+// [backend.Compactor].
 func (s *Store) Compact(ctx context.Context, revision int64) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if revision < 0 || revision > s.rev {
-		return &store.Error{Op: "compact", Err: fmt.Errorf("%w: revision %d is outside 0..%d", store.ErrInvalid, revision, s.rev)}
+	if err := backend.CheckCompact(revision, s.rev); err != nil {
+		return err
 	}
 	for _, k := range s.kinds {
 		k.log.dropThrough(revision)
@@ -454,11 +446,7 @@ func (s *Store) kindOf(op, kindName, key string) (*kind, error) {
 	if k := s.kinds[kindName]; k != nil {
 		return k, nil
 	}
-	err := store.ErrUnknownKind
-	if verr := store.ValidateKind(kindName); verr != nil {
-		err = verr
-	}
-	return nil, &store.Error{Op: op, Kind: kindName, Key: key, Err: err}
+	return nil, backend.UnknownKind(op, kindName, key, s.kindNames)
 }
 
 // lookup returns the named kind after checking ctx and validating key.
@@ -483,8 +471,7 @@ func (s *Store) fenced(ctx context.Context, op, kindName, key string) (time.Time
 	if f, ok := store.FenceFrom(ctx); ok {
 		l := s.leases[f.Lease]
 		if l == nil || !l.held || l.fence != f.Token || !now.Before(l.expires) {
-			return time.Time{}, &store.Error{Op: op, Kind: kindName, Key: key,
-				Err: fmt.Errorf("%w: lease %q is no longer held at token %d", store.ErrFenced, f.Lease, f.Token)}
+			return time.Time{}, backend.Fenced(op, kindName, key, f)
 		}
 	}
 	// Stored times carry no monotonic reading, so they compare equal after
@@ -499,8 +486,7 @@ func (k *kind) current(op, key string, rev int64) (*version, error) {
 		return nil, &store.Error{Op: op, Kind: k.name, Key: key, Err: store.ErrNotFound}
 	}
 	if cur.meta.Revision != rev {
-		return nil, &store.Error{Op: op, Kind: k.name, Key: key,
-			Err: fmt.Errorf("%w: revision %d is not the stored %d", store.ErrConflict, rev, cur.meta.Revision)}
+		return nil, backend.RevisionConflict(op, k.name, key, rev, cur.meta.Revision)
 	}
 	return cur, nil
 }

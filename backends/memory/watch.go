@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/tendhq/tend/store"
+	"github.com/tendhq/tend/store/backend"
 )
 
 // entry is one change in a kind's history.
@@ -105,8 +106,8 @@ func (s *Store) Watch(ctx context.Context, kindName string, fromRevision int64) 
 	if err != nil {
 		return nil, err
 	}
-	if fromRevision < 0 {
-		return nil, &store.Error{Op: op, Kind: kindName, Err: fmt.Errorf("%w: negative revision %d", store.ErrInvalid, fromRevision)}
+	if err := backend.CheckWatch(kindName, fromRevision); err != nil {
+		return nil, err
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -116,10 +117,7 @@ func (s *Store) Watch(ctx context.Context, kindName string, fromRevision int64) 
 	return &watch{s: s, k: k, next: k.log.after(fromRevision), start: k.log.next, last: fromRevision, done: make(chan struct{})}, nil
 }
 
-func compactedError(k *kind, rev int64) error {
-	return &store.Error{Op: "watch", Kind: k.name,
-		Err: fmt.Errorf("%w: changes after revision %d are discarded up to revision %d", store.ErrCompacted, rev, k.compacted)}
-}
+func compactedError(k *kind, rev int64) error { return backend.Compacted(k.name, rev, k.compacted) }
 
 // watch reads a kind's change log from its own position.
 type watch struct {

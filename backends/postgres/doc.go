@@ -21,6 +21,13 @@
 // back (and the generation, which grows when the Spec bytes change) would
 // not be the bytes written.
 //
+// A paged List ([store.ListOptions.Limit]) reads by key after the last key
+// of the page before, on an index of (kind, key) in byte order (schema
+// version 2): keyset pagination, so every page costs the same. The table
+// holds only the newest version of each document, so pages are read at
+// their own time: a document no write touched between pages appears
+// exactly once; one created, changed or removed meanwhile at most once.
+//
 // Each write is one read-committed transaction: it locks the document row
 // (SELECT … FOR UPDATE), checks the revision precondition and the rules of
 // finalizers in Go, then writes the row and appends the change to the

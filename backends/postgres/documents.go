@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tendhq/tend/store"
+	"github.com/tendhq/tend/store/backend"
 )
 
 // Get returns the stored document.
@@ -39,6 +40,13 @@ func (s *Store) Get(ctx context.Context, kind, key string) (store.Document, erro
 // List returns the matching documents, ordered by key, read in one snapshot
 // with the revision. Equality and existence requirements of the selector
 // and the owner UID are served by GIN indexes; the selector then decides.
+//
+// A page is read in one snapshot too, by key from the index on (kind, key
+// in byte order), starting after the last key of the page before: keyset
+// pagination, so a page costs the same wherever it starts. The table holds
+// only the newest version of each document, so the pages of one list are
+// not one snapshot (see [store.Reader.List] for what that promises); every
+// page reports the revision of the first.
 func (s *Store) List(ctx context.Context, kind string, opts store.ListOptions) (store.ListResult, error) {
 	const op = "list"
 	if err := ctx.Err(); err != nil {
@@ -47,14 +55,14 @@ func (s *Store) List(ctx context.Context, kind string, opts store.ListOptions) (
 	if err := s.checkKind(op, kind, "", false); err != nil {
 		return store.ListResult{}, err
 	}
-	if err := opts.Selector.Validate(); err != nil {
-		return store.ListResult{}, &store.Error{Op: op, Kind: kind, Err: err}
+	cursor, err := backend.StartList(kind, opts)
+	if err != nil {
+		return store.ListResult{}, err
 	}
 	query, args := s.listQuery(kind, opts)
 	var res store.ListResult
-	var err error
 	for range maxAttempts {
-		res, err = s.list(ctx, query, args, opts.Selector)
+		res, err = s.list(ctx, query, args, opts, cursor)
 		if !retryable(ctx, err) {
 			break
 		}
@@ -65,6 +73,9 @@ func (s *Store) List(ctx context.Context, kind string, opts store.ListOptions) (
 	return res, nil
 }
 
+// listQuery returns the query of a List and its arguments. The query of a
+// page takes two more: the key to start after and the number of rows to
+// read.
 func (s *Store) listQuery(kind string, opts store.ListOptions) (string, []any) {
 	var q strings.Builder
 	q.WriteString(s.sql.listPrefix)
@@ -91,34 +102,70 @@ func (s *Store) listQuery(kind string, opts store.ListOptions) (string, []any) {
 		args = append(args, []string{opts.OwnerUID})
 		fmt.Fprintf(&q, " AND owner_uids @> $%d::text[]", len(args))
 	}
+	if opts.Limit > 0 {
+		fmt.Fprintf(&q, ` AND key COLLATE "C" > $%d`, len(args)+1)
+	}
 	q.WriteString(` ORDER BY key COLLATE "C"`)
+	if opts.Limit > 0 {
+		fmt.Fprintf(&q, ` LIMIT $%d`, len(args)+2)
+	}
 	return q.String(), args
 }
 
-func (s *Store) list(ctx context.Context, query string, args []any, sel store.Selector) (store.ListResult, error) {
+// list runs a List's query in one read-only snapshot. For a page it reads
+// batches of Limit+1 rows after the cursor's key until Limit+1 of them
+// match the selector (so it knows whether another page follows) or the
+// kind is exhausted.
+func (s *Store) list(ctx context.Context, query string, args []any, opts store.ListOptions, c backend.Cursor) (store.ListResult, error) {
 	var res store.ListResult
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly},
 		func(tx pgx.Tx) error {
+			res = store.ListResult{}
 			if err := tx.QueryRow(ctx, s.sql.listRevision).Scan(&res.Revision); err != nil {
 				return err
 			}
-			rows, err := tx.Query(ctx, query, args...)
-			if err != nil {
+			if opts.Limit == 0 {
+				_, _, err := s.listRows(ctx, tx, query, args, opts, &res.Items, -1)
 				return err
 			}
-			defer rows.Close()
-			for rows.Next() {
-				d, err := scanDoc(rows)
-				if err != nil {
+			batch := opts.Limit + 1
+			for after := c.After; ; {
+				n, last, err := s.listRows(ctx, tx, query, append(args, after, batch), opts, &res.Items, batch)
+				if err != nil || n < batch || len(res.Items) == batch {
 					return err
 				}
-				if sel.Matches(d.Meta.Labels) {
-					res.Items = append(res.Items, d)
-				}
+				after = last
 			}
-			return rows.Err()
 		})
-	return res, err
+	if err != nil || opts.Limit == 0 {
+		return res, err
+	}
+	key := func(d store.Document) string { return d.Meta.Key }
+	res.Items, res.Continue, res.Revision = backend.Page(res.Items, key, opts.Limit, backend.Cursor{Revision: c.Revision}, res.Revision)
+	return res, nil
+}
+
+// listRows appends to items the rows of query that opts selects, up to limit of
+// them (no bound when limit is negative), and returns how many rows it read
+// and the key of the last.
+func (s *Store) listRows(ctx context.Context, tx pgx.Tx, query string, args []any, opts store.ListOptions, items *[]store.Document, limit int) (int, string, error) {
+	rows, err := tx.Query(ctx, query, args...)
+	if err != nil {
+		return 0, "", err
+	}
+	defer rows.Close()
+	n, last := 0, ""
+	for rows.Next() {
+		d, err := scanDoc(rows)
+		if err != nil {
+			return n, last, err
+		}
+		n, last = n+1, d.Meta.Key
+		if backend.Selects(opts, &d.Meta) && len(*items) != limit {
+			*items = append(*items, d)
+		}
+	}
+	return n, last, rows.Err()
 }
 
 // Create stores a new document.
@@ -131,7 +178,7 @@ func (s *Store) Create(ctx context.Context, doc store.Document) (store.Document,
 	if err := s.checkKind(op, m.Kind, m.Key, true); err != nil {
 		return store.Document{}, err
 	}
-	if err := store.ValidateCreate(doc); err != nil {
+	if err := backend.ValidateCreate(doc); err != nil {
 		return store.Document{}, &store.Error{Op: op, Kind: m.Kind, Key: m.Key, Err: err}
 	}
 	fin, owners, uids, labels, err := metaArgs(m)
@@ -167,7 +214,7 @@ func (s *Store) UpdateSpec(ctx context.Context, doc store.Document) (store.Docum
 	if err := s.checkKind(op, m.Kind, m.Key, true); err != nil {
 		return store.Document{}, err
 	}
-	if err := store.ValidateMeta(m); err != nil {
+	if err := backend.ValidateMeta(m); err != nil {
 		return store.Document{}, &store.Error{Op: op, Kind: m.Kind, Key: m.Key, Err: err}
 	}
 	var out store.Document
@@ -176,7 +223,7 @@ func (s *Store) UpdateSpec(ctx context.Context, doc store.Document) (store.Docum
 		if err != nil {
 			return err
 		}
-		u, err := store.ApplySpec(cur, doc)
+		u, err := backend.ApplySpec(cur, doc)
 		if err != nil {
 			return &store.Error{Op: op, Kind: m.Kind, Key: m.Key, Err: err}
 		}
@@ -238,10 +285,9 @@ func (s *Store) UpdateStatus(ctx context.Context, doc store.Document) (store.Doc
 	case !found:
 		return store.Document{}, &store.Error{Op: op, Kind: m.Kind, Key: m.Key, Err: store.ErrNotFound}
 	case !held:
-		return store.Document{}, fencedError(op, m.Kind, m.Key, f)
+		return store.Document{}, backend.Fenced(op, m.Kind, m.Key, f)
 	case !written && out.Meta.Revision != m.Revision:
-		return store.Document{}, &store.Error{Op: op, Kind: m.Kind, Key: m.Key,
-			Err: fmt.Errorf("%w: revision %d is not the stored %d", store.ErrConflict, m.Revision, out.Meta.Revision)}
+		return store.Document{}, backend.RevisionConflict(op, m.Kind, m.Key, m.Revision, out.Meta.Revision)
 	case written:
 		s.pruneAfter(ctx, out.Meta.Revision)
 	}
@@ -265,15 +311,11 @@ func (s *Store) Delete(ctx context.Context, kind, key string, opts store.DeleteO
 			return &store.Error{Op: op, Kind: kind, Key: key, Err: store.ErrNotFound}
 		case err != nil:
 			return err
-		case opts.Revision != 0 && opts.Revision != cur.Meta.Revision:
-			return &store.Error{Op: op, Kind: kind, Key: key,
-				Err: fmt.Errorf("%w: revision %d is not the stored %d", store.ErrConflict, opts.Revision, cur.Meta.Revision)}
-		case opts.UID != "" && opts.UID != cur.Meta.UID:
-			return &store.Error{Op: op, Kind: kind, Key: key,
-				Err: fmt.Errorf("%w: UID %q is not the stored %q", store.ErrConflict, opts.UID, cur.Meta.UID)}
-		case cur.Meta.Terminating():
-			return nil
-		case len(cur.Meta.Finalizers) > 0:
+		}
+		if err := backend.CheckDelete(cur.Meta, opts); err != nil || cur.Meta.Terminating() {
+			return err
+		}
+		if len(cur.Meta.Finalizers) > 0 {
 			_, err := s.put(ctx, tx, cur, true, store.Modified)
 			return err
 		}
@@ -294,8 +336,7 @@ func (s *Store) current(ctx context.Context, tx pgx.Tx, op, kind, key string, re
 	case err != nil:
 		return store.Document{}, err
 	case cur.Meta.Revision != rev:
-		return store.Document{}, &store.Error{Op: op, Kind: kind, Key: key,
-			Err: fmt.Errorf("%w: revision %d is not the stored %d", store.ErrConflict, rev, cur.Meta.Revision)}
+		return store.Document{}, backend.RevisionConflict(op, kind, key, rev, cur.Meta.Revision)
 	}
 	return cur, nil
 }
@@ -349,7 +390,7 @@ func (s *Store) pruneAfter(ctx context.Context, rev int64) {
 }
 
 // Compact discards the change history up to and including revision. See
-// [store.Compactor]. Watches waiting for changes are woken so that those
+// [backend.Compactor]. Watches waiting for changes are woken so that those
 // overtaken fail at once.
 func (s *Store) Compact(ctx context.Context, revision int64) error {
 	const op = "compact"
@@ -361,8 +402,8 @@ func (s *Store) Compact(ctx context.Context, revision int64) error {
 		if err := tx.QueryRow(ctx, s.sql.compactCheck).Scan(&cur); err != nil {
 			return err
 		}
-		if revision < 0 || revision > cur {
-			return &store.Error{Op: op, Err: fmt.Errorf("%w: revision %d is outside 0..%d", store.ErrInvalid, revision, cur)}
+		if err := backend.CheckCompact(revision, cur); err != nil {
+			return err
 		}
 		if _, err := tx.Exec(ctx, s.sql.compact, revision); err != nil {
 			return err

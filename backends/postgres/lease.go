@@ -3,12 +3,12 @@ package postgres
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tendhq/tend/store"
+	"github.com/tendhq/tend/store/backend"
 )
 
 // Leases live in one table with their holder, fence and expiry, judged by
@@ -20,11 +20,8 @@ import (
 // it.
 func (s *Store) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (store.Lease, error) {
 	const op = "acquire lease"
-	if err := ctx.Err(); err != nil {
+	if err := backend.CheckLease(ctx, op, name, holder, ttl); err != nil {
 		return store.Lease{}, err
-	}
-	if err := store.ValidateLease(name, holder, ttl); err != nil {
-		return store.Lease{}, &store.Error{Op: op, Key: name, Err: err}
 	}
 	l, err := s.leaseRow(ctx, s.sql.acquire, name, holder, int64(ttl))
 	if !errors.Is(err, pgx.ErrNoRows) {
@@ -35,23 +32,18 @@ func (s *Store) AcquireLease(ctx context.Context, name, holder string, ttl time.
 	if err := s.pool.QueryRow(ctx, s.sql.leaseHolder, name).Scan(&other, &until); err != nil {
 		return store.Lease{}, s.translate(ctx, op, "", name, err)
 	}
-	return store.Lease{}, &store.Error{Op: op, Key: name,
-		Err: fmt.Errorf("%w: %q holds it until %v", store.ErrLeaseHeld, other, until)}
+	return store.Lease{}, backend.LeaseHeld(op, name, other, until)
 }
 
 // RenewLease extends a lease its holder still has.
 func (s *Store) RenewLease(ctx context.Context, held store.Lease) (store.Lease, error) {
 	const op = "renew lease"
-	if err := ctx.Err(); err != nil {
+	if err := backend.CheckLease(ctx, op, held.Name, held.Holder, held.TTL); err != nil {
 		return store.Lease{}, err
-	}
-	if err := store.ValidateLease(held.Name, held.Holder, held.TTL); err != nil {
-		return store.Lease{}, &store.Error{Op: op, Key: held.Name, Err: err}
 	}
 	l, err := s.leaseRow(ctx, s.sql.renew, held.Name, held.Holder, held.Fence, int64(held.TTL))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return store.Lease{}, &store.Error{Op: op, Key: held.Name,
-			Err: fmt.Errorf("%w: %q no longer holds it at fence %d", store.ErrLeaseLost, held.Holder, held.Fence)}
+		return store.Lease{}, backend.LeaseLost(op, held)
 	}
 	return l, s.translate(ctx, op, "", held.Name, err)
 }

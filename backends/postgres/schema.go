@@ -82,11 +82,15 @@ CREATE TABLE {s}.leases (
 	held    boolean NOT NULL
 );
 `,
+	// 2: an index for paged lists, in the byte order List sorts keys in.
+	`
+CREATE INDEX documents_kind_key ON {s}.documents (kind, key COLLATE "C");
+`,
 }
 
 // SchemaVersion is the newest schema version this package knows: the number
 // of migrations it carries.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // Migrate brings the schema named schema up to [SchemaVersion], creating it
 // if needed, in one transaction. It is idempotent and safe to run from

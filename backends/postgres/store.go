@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tendhq/tend/store"
+	"github.com/tendhq/tend/store/backend"
 )
 
 // Defaults of [Config].
@@ -91,8 +92,8 @@ type Store struct {
 }
 
 var (
-	_ store.Backend   = (*Store)(nil)
-	_ store.Compactor = (*Store)(nil)
+	_ store.Backend     = (*Store)(nil)
+	_ backend.Compactor = (*Store)(nil)
 )
 
 var schemaPattern = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,47}$`)
@@ -178,11 +179,7 @@ func (s *Store) Kinds() []string { return slices.Clone(s.kinds) }
 // store's kinds, or if key (when checkKey) is malformed.
 func (s *Store) checkKind(op, kind, key string, checkKey bool) error {
 	if _, ok := slices.BinarySearch(s.kinds, kind); !ok {
-		err := store.ErrUnknownKind
-		if verr := store.ValidateKind(kind); verr != nil {
-			err = verr
-		}
-		return &store.Error{Op: op, Kind: kind, Key: key, Err: err}
+		return backend.UnknownKind(op, kind, key, s.kinds)
 	}
 	if checkKey {
 		if err := store.ValidateKey(key); err != nil {
@@ -226,7 +223,7 @@ func (s *Store) tryTx(ctx context.Context, op, kind, key string, fn func(pgx.Tx)
 			return err
 		}
 		if !held {
-			return fencedError(op, kind, key, f)
+			return backend.Fenced(op, kind, key, f)
 		}
 	}
 	if err := fn(tx); err != nil {
@@ -239,13 +236,6 @@ func (s *Store) tryTx(ctx context.Context, op, kind, key string, fn func(pgx.Tx)
 		return err
 	}
 	return nil
-}
-
-// fencedError is the error of a write refused because the lease of its fence
-// f is no longer held at f's token.
-func fencedError(op, kind, key string, f store.Fence) error {
-	return &store.Error{Op: op, Kind: kind, Key: key,
-		Err: fmt.Errorf("%w: lease %q is no longer held at token %d", store.ErrFenced, f.Lease, f.Token)}
 }
 
 // statement runs query, a write that is one statement and so one

@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tendhq/tend/store"
+	"github.com/tendhq/tend/store/backend"
 )
 
 // watchBatch is how many changes a watch reads per query.
@@ -30,23 +30,18 @@ func (s *Store) Watch(ctx context.Context, kind string, fromRevision int64) (sto
 	if err := s.checkKind(op, kind, "", false); err != nil {
 		return nil, err
 	}
-	if fromRevision < 0 {
-		return nil, &store.Error{Op: op, Kind: kind, Err: fmt.Errorf("%w: negative revision %d", store.ErrInvalid, fromRevision)}
+	if err := backend.CheckWatch(kind, fromRevision); err != nil {
+		return nil, err
 	}
 	var compacted int64
 	if err := s.pool.QueryRow(ctx, s.sql.currentCompaction).Scan(&compacted); err != nil {
 		return nil, s.translate(ctx, op, kind, "", err)
 	}
 	if fromRevision < compacted {
-		return nil, compactedError(kind, fromRevision, compacted)
+		return nil, backend.Compacted(kind, fromRevision, compacted)
 	}
 	life, stop := context.WithCancel(context.Background())
 	return &watch{s: s, kind: kind, last: fromRevision, life: life, stop: stop}, nil
-}
-
-func compactedError(kind string, rev, compacted int64) error {
-	return &store.Error{Op: "watch", Kind: kind,
-		Err: fmt.Errorf("%w: changes after revision %d are discarded up to revision %d", store.ErrCompacted, rev, compacted)}
 }
 
 // watch pages through the change log of one kind. Next must not be called
@@ -182,7 +177,7 @@ func (w *watch) fill(ctx context.Context) error {
 	}
 	if compacted > w.last {
 		w.buf = w.buf[:0]
-		return compactedError(w.kind, w.last, compacted)
+		return backend.Compacted(w.kind, w.last, compacted)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tendhq/tend/backends/memory"
 	"github.com/tendhq/tend/store"
+	"github.com/tendhq/tend/store/backend"
 )
 
 // dropsEvent loses the third event of every watch.
@@ -176,6 +177,58 @@ func (b refusesFences) Delete(ctx context.Context, kind, key string, opts store.
 	return b.Store.Delete(ctx, kind, key, opts)
 }
 
+// dropsAcrossPages loses the first document of every page after the
+// first, as a backend whose continue token points at the first document of
+// the next page, not the last of this one, would.
+type dropsAcrossPages struct{ *memory.Store }
+
+func (b dropsAcrossPages) List(ctx context.Context, kind string, opts store.ListOptions) (store.ListResult, error) {
+	if opts.Limit == 0 {
+		return b.Store.List(ctx, kind, opts)
+	}
+	opts.Limit++
+	res, err := b.Store.List(ctx, kind, opts)
+	if err != nil || len(res.Items) < opts.Limit {
+		return res, err
+	}
+	c, err := backend.DecodeContinue(res.Continue)
+	if err != nil {
+		c = backend.Cursor{Revision: res.Revision}
+	}
+	c.After = res.Items[len(res.Items)-1].Meta.Key
+	res.Items, res.Continue = res.Items[:opts.Limit-1], backend.EncodeContinue(c)
+	return res, nil
+}
+
+// repeatsAcrossPages lists the last document of every page again at the
+// start of the next, as a backend whose token points before it would.
+type repeatsAcrossPages struct{ *memory.Store }
+
+func (b repeatsAcrossPages) List(ctx context.Context, kind string, opts store.ListOptions) (store.ListResult, error) {
+	res, err := b.Store.List(ctx, kind, opts)
+	if err != nil || res.Continue == "" || len(res.Items) < 2 {
+		return res, err
+	}
+	c, err := backend.DecodeContinue(res.Continue)
+	if err != nil {
+		return res, err
+	}
+	c.After = res.Items[len(res.Items)-2].Meta.Key
+	res.Continue = backend.EncodeContinue(c)
+	return res, nil
+}
+
+// acceptsBadTokens starts again from the first page when a continue token
+// is malformed, instead of failing.
+type acceptsBadTokens struct{ *memory.Store }
+
+func (b acceptsBadTokens) List(ctx context.Context, kind string, opts store.ListOptions) (store.ListResult, error) {
+	if _, err := backend.DecodeContinue(opts.Continue); err != nil {
+		opts.Continue = ""
+	}
+	return b.Store.List(ctx, kind, opts)
+}
+
 // TestUnfencedRefusing: the Fencing check of an Unfenced backend passes
 // when it refuses fenced writes.
 func TestUnfencedRefusing(t *testing.T) {
@@ -207,6 +260,12 @@ func TestBrokenBackendsFail(t *testing.T) {
 		{"returns documents that share its memory", func(s *memory.Store) store.Backend {
 			return &sharesCache{Store: s, cache: map[[2]string]store.Document{}}
 		}, []string{"Copies"}},
+		{"drops a document between pages", func(s *memory.Store) store.Backend { return dropsAcrossPages{s} },
+			[]string{"ListPages"}},
+		{"repeats a document between pages", func(s *memory.Store) store.Backend { return repeatsAcrossPages{s} },
+			[]string{"ListPages"}},
+		{"ignores a malformed continue token", func(s *memory.Store) store.Backend { return acceptsBadTokens{s} },
+			[]string{"ListPages"}},
 		{"returns the given document from a status update", func(s *memory.Store) store.Backend { return returnsGiven{s} },
 			[]string{"Copies"}},
 	}

@@ -30,14 +30,14 @@
 //
 // # Requirements on the backend
 //
-// The backend must implement [store.Compactor], directly or through a
+// The backend must implement [backend.Compactor], directly or through a
 // wrapper in the test, so the suite can make it discard history on demand.
 // Lease expiry follows the backend's clock, so the lease checks wait for
 // real time: a few seconds in all, with time-to-live values under one
 // second.
 //
 // A backend that cannot check fences atomically with its writes declares
-// it by implementing [Unfenced]; the Fencing check then verifies that it
+// it by implementing [backend.Unfenced]; the Fencing check then verifies that it
 // refuses every fenced write instead.
 //
 // The suite is strict enough to fail a backend that drops one watch event or

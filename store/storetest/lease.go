@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tendhq/tend/store"
+	"github.com/tendhq/tend/store/backend"
 )
 
 // Times of the lease checks. Expiry follows the backend's clock, so the
@@ -197,7 +198,7 @@ func checkLeaseExpiry(ctx context.Context, b store.Backend) error {
 // fence's token and fail with ErrFenced, writing nothing, once it was
 // released, passed on, or expired.
 func checkFencing(ctx context.Context, b store.Backend) error {
-	if u, ok := b.(Unfenced); ok {
+	if u, ok := b.(backend.Unfenced); ok {
 		return checkFencingRefused(ctx, b, u.FencingUnsupported())
 	}
 	const name = "tend/shard-0"
@@ -309,7 +310,7 @@ func checkFencing(ctx context.Context, b store.Backend) error {
 	}
 }
 
-// checkFencingRefused is the Fencing check of an [Unfenced] backend: every
+// checkFencingRefused is the Fencing check of an [backend.Unfenced] backend: every
 // fenced write fails with want, naming its document, and writes nothing,
 // while the lease stays held; unfenced writes still work.
 func checkFencingRefused(ctx context.Context, b store.Backend, want error) error {

@@ -44,6 +44,7 @@ var checks = []check{
 	{"Finalizers", checkFinalizers},
 	{"ListByLabel", checkListByLabel},
 	{"ListByOwner", checkListByOwner},
+	{"ListPages", checkListPages},
 	{"WatchOrder", checkWatchOrder},
 	{"WatchResume", checkWatchResume},
 	{"WatchAhead", checkWatchAhead},
@@ -59,7 +60,7 @@ var checks = []check{
 // Run runs the conformance suite, one subtest per property, each on a fresh
 // backend from newBackend configured with kinds (the suite asks for
 // "Widget" and "Gadget").
-// The backend must also implement [store.Compactor] (directly or through
+// The backend must also implement [backend.Compactor] (directly or through
 // the test's wrapper) so the suite can check [store.ErrCompacted].
 //
 // Lease expiry is judged by the backend's own clock, so the lease checks
@@ -76,19 +77,6 @@ func Run(t *testing.T, newBackend func(t *testing.T, kinds []string) store.Backe
 			}
 		})
 	}
-}
-
-// Unfenced is implemented by a backend that cannot check a fence
-// ([store.WithFence]) in the same atomic step as a write, such as a store
-// on the Kubernetes API, which has no transaction across objects. Such a
-// backend must refuse every fenced write rather than perform it unchecked:
-// for it, the Fencing check becomes "every fenced write fails with the
-// error FencingUnsupported returns, names its document and writes nothing,
-// and the lease stays held". The other lease checks still run in full.
-type Unfenced interface {
-	// FencingUnsupported returns the error fenced writes fail with; they
-	// must match it with errors.Is.
-	FencingUnsupported() error
 }
 
 // spec and its parse give the suite's payloads: compact JSON, so that

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tendhq/tend/store"
+	"github.com/tendhq/tend/store/backend"
 )
 
 // quiet is how long the suite waits to see that no further event comes.
@@ -385,9 +386,9 @@ func checkWatchContext(ctx context.Context, b store.Backend) error {
 // with ErrCompacted, whether it starts then or started before and had not
 // read the discarded changes; a watch from the compaction revision works.
 func checkCompacted(ctx context.Context, b store.Backend) error {
-	c, ok := b.(store.Compactor)
+	c, ok := b.(backend.Compactor)
 	if !ok {
-		return fmt.Errorf("%T does not implement store.Compactor, which the suite needs to check ErrCompacted", b)
+		return fmt.Errorf("%T does not implement backend.Compactor, which the suite needs to check ErrCompacted", b)
 	}
 	start, err := revision(ctx, b)
 	if err != nil {

@@ -1,15 +1,15 @@
-package store_test
+package backend_test
 
 import (
 	"errors"
-	"maps"
-	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/tendhq/tend/store"
+	"github.com/tendhq/tend/store/backend"
 )
 
 func TestApplySpec(t *testing.T) {
@@ -47,7 +47,7 @@ func TestApplySpec(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			update := tt.cur.Clone()
 			tt.edit(&update)
-			got, err := store.ApplySpec(tt.cur, update)
+			got, err := backend.ApplySpec(tt.cur, update)
 			if !errors.Is(err, tt.wantErr) {
 				t.Fatalf("err = %v, want %v", err, tt.wantErr)
 			}
@@ -89,7 +89,7 @@ func TestApplySpec(t *testing.T) {
 
 func TestValidateCreate(t *testing.T) {
 	ok := store.Document{Meta: store.Meta{Kind: "Widget", Key: "w"}, Spec: []byte(`{}`)}
-	if err := store.ValidateCreate(ok); err != nil {
+	if err := backend.ValidateCreate(ok); err != nil {
 		t.Fatal(err)
 	}
 	for name, d := range map[string]store.Document{
@@ -97,71 +97,63 @@ func TestValidateCreate(t *testing.T) {
 		"status":   {Meta: store.Meta{Kind: "Widget", Key: "w"}, Status: []byte(`{}`)},
 		"key":      {Meta: store.Meta{Kind: "Widget"}},
 	} {
-		if err := store.ValidateCreate(d); !errors.Is(err, store.ErrInvalid) {
+		if err := backend.ValidateCreate(d); !errors.Is(err, store.ErrInvalid) {
 			t.Errorf("%s: err = %v, want ErrInvalid", name, err)
 		}
 	}
 }
 
-func TestClone(t *testing.T) {
-	d := store.Document{
-		Meta: store.Meta{Kind: "Widget", Key: "w", Finalizers: []string{"example.com/a"},
-			Owners: []store.OwnerRef{{Kind: "K", Key: "k", UID: "o"}}, Labels: map[string]string{"a": "b"}},
-		Spec: []byte("s"), Status: []byte("t"),
+func TestValidateMeta(t *testing.T) {
+	ok := store.Meta{
+		Kind: "Gw", Key: "a",
+		Labels:     map[string]string{"app": "gw"},
+		Finalizers: []string{"example.com/a", "example.com/b"},
+		Owners:     []store.OwnerRef{{Kind: "Ns", Key: "n", UID: "u1", Controller: true}, {Kind: "Ns", Key: "m", UID: "u2"}},
 	}
-	c := d.Clone()
-	c.Meta.Finalizers[0], c.Meta.Owners[0].Key, c.Meta.Labels["a"], c.Spec[0], c.Status[0] = "x", "x", "x", 'x', 'x'
-	if d.Meta.Finalizers[0] != "example.com/a" || d.Meta.Owners[0].Key != "k" || d.Meta.Labels["a"] != "b" ||
-		string(d.Spec) != "s" || string(d.Status) != "t" {
-		t.Fatalf("changing a clone changed the original: %+v", d)
+	if err := backend.ValidateMeta(&ok); err != nil {
+		t.Fatalf("valid meta: %v", err)
 	}
-}
-
-func TestCloneReusing(t *testing.T) {
-	d := store.Document{
-		Meta: store.Meta{Kind: "Widget", Key: "w", Revision: 7, Finalizers: []string{"example.com/a"},
-			Owners: []store.OwnerRef{{Kind: "K", Key: "k", UID: "o"}}, Labels: map[string]string{"a": "b"}},
-		Spec: []byte("spec"), Status: []byte("status"),
+	tests := []struct {
+		name   string
+		change func(*store.Meta)
+		names  string
+	}{
+		{"kind", func(m *store.Meta) { m.Kind = "gw" }, `"gw"`},
+		{"key", func(m *store.Meta) { m.Key = "a//b" }, `"a//b"`},
+		{"label", func(m *store.Meta) { m.Labels = map[string]string{"app": "-x"} }, `"-x"`},
+		{"duplicate finalizer", func(m *store.Meta) { m.Finalizers = []string{"example.com/a", "example.com/a"} }, `"example.com/a"`},
+		{"owner without UID", func(m *store.Meta) { m.Owners = []store.OwnerRef{{Kind: "Ns", Key: "n"}} }, `"n"`},
+		{"owner kind", func(m *store.Meta) { m.Owners = []store.OwnerRef{{Kind: "ns", Key: "n", UID: "u"}} }, `"ns"`},
+		{"repeated owner", func(m *store.Meta) {
+			m.Owners = []store.OwnerRef{{Kind: "Ns", Key: "n", UID: "u"}, {Kind: "Ns", Key: "m", UID: "u"}}
+		}, `"u"`},
+		{"two controllers", func(m *store.Meta) {
+			m.Owners = []store.OwnerRef{{Kind: "Ns", Key: "n", UID: "u", Controller: true}, {Kind: "Ns", Key: "m", UID: "v", Controller: true}}
+		}, "controller"},
 	}
-	// have equals d in its spec, owners and labels, and differs in its
-	// status and finalizers.
-	have := store.Document{
-		Meta: store.Meta{Kind: "Widget", Key: "w", Finalizers: []string{"example.com/other"},
-			Owners: []store.OwnerRef{{Kind: "K", Key: "k", UID: "o"}}, Labels: map[string]string{"a": "b"}},
-		Spec: []byte("spec"), Status: []byte("other"),
-	}
-	c := d.CloneReusing(have)
-	if c.Meta.Revision != 7 || string(c.Spec) != "spec" || string(c.Status) != "status" ||
-		!slices.Equal(c.Meta.Finalizers, d.Meta.Finalizers) || !slices.Equal(c.Meta.Owners, d.Meta.Owners) ||
-		!maps.Equal(c.Meta.Labels, d.Meta.Labels) {
-		t.Fatalf("CloneReusing = %+v, want the values of %+v", c, d)
-	}
-	if &c.Spec[0] != &have.Spec[0] || &c.Meta.Owners[0] != &have.Meta.Owners[0] {
-		t.Error("parts equal to have's were copied, not reused")
-	}
-	c.Meta.Labels["reused"] = "yes"
-	if have.Meta.Labels["reused"] != "yes" {
-		t.Error("the labels equal to have's were copied, not reused")
-	}
-	if &c.Status[0] == &d.Status[0] || &c.Meta.Finalizers[0] == &d.Meta.Finalizers[0] ||
-		&c.Meta.Finalizers[0] == &have.Meta.Finalizers[0] {
-		t.Error("parts that differ from have's were not copied")
-	}
-	c.Meta.Finalizers[0], c.Status[0] = "x", 'x'
-	if d.Meta.Finalizers[0] != "example.com/a" || string(d.Status) != "status" {
-		t.Fatalf("changing the result changed the original: %+v", d)
-	}
-	// Empty parts are nil, whatever have holds.
-	e := store.Document{Meta: store.Meta{Labels: map[string]string{}, Finalizers: []string{}}, Spec: []byte{}}
-	if c := e.CloneReusing(e); c.Meta.Labels != nil || c.Meta.Finalizers != nil || c.Spec != nil {
-		t.Errorf("empty parts cloned as %+v, want nil", c)
+	for _, tt := range tests {
+		m := ok
+		tt.change(&m)
+		err := backend.ValidateMeta(&m)
+		if !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), tt.names) {
+			t.Errorf("%s: got %v, want ErrInvalid naming %s", tt.name, err, tt.names)
+		}
 	}
 }
 
-func TestClonePayloadsDoNotOverlap(t *testing.T) {
-	c := store.Document{Spec: []byte("spec"), Status: []byte("status")}.Clone()
-	c.Spec = append(c.Spec, "more"...)
-	if string(c.Status) != "status" {
-		t.Fatalf("appending to the cloned spec changed the status to %q", c.Status)
+func TestValidateLease(t *testing.T) {
+	if err := backend.ValidateLease("tend/leader", "host-1:8080", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, holder string
+		ttl          time.Duration
+	}{
+		{"", "h", time.Second}, {"a//b", "h", time.Second}, {"a", "", time.Second}, {"a", "h h", time.Second},
+		{"a", "h\x7f", time.Second}, {"a", strings.Repeat("h", 254), time.Second}, {"a", "h", 0}, {"a", "h", -1},
+	} {
+		if err := backend.ValidateLease(c.name, c.holder, c.ttl); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("ValidateLease(%q, %q, %v) = %v, want ErrInvalid", c.name, c.holder, c.ttl, err)
+		}
 	}
 }
