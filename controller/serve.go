@@ -129,6 +129,12 @@ func (m *Manager) Serve(ctx context.Context, addr string, cfg HandlerConfig) err
 	if err != nil {
 		return fmt.Errorf("controller: serving health: %w", err)
 	}
+	return m.ServeListener(ctx, l, cfg)
+}
+
+// ServeListener is [Manager.Serve] on a listener the caller opened (on port
+// 0, say, to learn the address it got); it closes l when it returns.
+func (m *Manager) ServeListener(ctx context.Context, l net.Listener, cfg HandlerConfig) error {
 	srv := &http.Server{
 		Handler:           m.Handler(cfg),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -151,7 +157,7 @@ func (m *Manager) Serve(ctx context.Context, addr string, cfg HandlerConfig) err
 			_ = srv.Close()
 		}
 	})
-	err = srv.Serve(l)
+	err := srv.Serve(l)
 	close(served)
 	shutdown.Wait()
 	if errors.Is(err, http.ErrServerClosed) {
