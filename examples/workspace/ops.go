@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"strings"
 	"time"
@@ -36,9 +35,9 @@ func (o ops) registerer() prometheus.Registerer {
 	return o.registry
 }
 
-// summarize prints, every o.summaryEvery, the summary line of the
+// summarize prints to the board, every interval, the summary line of the
 // workspaces in coll when it changed, until ctx ends.
-func summarize(ctx context.Context, coll *store.Collection[dataplane.Spec, dataplane.Status], every time.Duration, out io.Writer) error {
+func (b *board) summarize(ctx context.Context, coll *store.Collection[dataplane.Spec, dataplane.Status], every time.Duration) error {
 	t := time.NewTicker(max(every, time.Millisecond))
 	defer t.Stop()
 	last := ""
@@ -57,7 +56,9 @@ func summarize(ctx context.Context, coll *store.Collection[dataplane.Spec, datap
 		}
 		if line := summary(wss); line != last {
 			last = line
-			fmt.Fprintf(out, "          summary: %s\n", line)
+			b.mu.Lock()
+			fmt.Fprintf(b.out, "          summary: %s\n", line)
+			b.mu.Unlock()
 		}
 	}
 }

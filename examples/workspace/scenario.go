@@ -205,7 +205,7 @@ func play(ctx context.Context, w world, objects objstore.Store, o ops, out io.Wr
 	g, gctx := errgroup.WithContext(runCtx)
 	g.Go(func() error { return mgr.Run(gctx) })
 	g.Go(func() error { return b.follow(gctx, ctrl.Collection()) })
-	g.Go(func() error { return summarize(gctx, ctrl.Collection(), cmp.Or(o.summaryEvery, time.Second), out) })
+	g.Go(func() error { return b.summarize(gctx, ctrl.Collection(), cmp.Or(o.summaryEvery, time.Second)) })
 	if o.listener != nil {
 		g.Go(func() error { return rec.Run(gctx) })
 		hc := controller.HandlerConfig{History: history.NewReader(mem)}
@@ -213,7 +213,7 @@ func play(ctx context.Context, w world, objects objstore.Store, o ops, out io.Wr
 			hc.Gatherer = o.registry
 		}
 		g.Go(func() error { return mgr.ServeListener(gctx, o.listener, hc) })
-		fmt.Fprintf(out, "serving probes, metrics and history on http://%s (/readyz, /healthz, /metrics, /history/%s/alice)\n",
+		b.say("serving probes, metrics and history on http://%s (/readyz, /healthz, /metrics, /history/%s/alice)",
 			o.listener.Addr(), dataplane.Kind)
 	}
 	err = scenario(gctx, b, ctrl, w, objects)
