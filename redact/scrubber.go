@@ -3,12 +3,15 @@ package redact
 import (
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Scrubber removes secrets from text. A nil *Scrubber is valid and removes
 // nothing; [New] returns nil when there is nothing to remove.
 type Scrubber struct {
-	secrets  []string // longest first
+	secrets []string // longest first
+
+	once     sync.Once // makes replacer, the first time a text holds a secret
 	replacer *strings.Replacer
 }
 
@@ -21,7 +24,7 @@ func New(values ...any) *Scrubber {
 // Of returns a Scrubber of the secrets given, or nil when none is
 // non-empty.
 func Of(secrets ...string) *Scrubber {
-	var s Scrubber
+	s := &Scrubber{}
 	for _, secret := range secrets {
 		if secret != "" {
 			s.secrets = append(s.secrets, secret)
@@ -34,12 +37,7 @@ func Of(secrets ...string) *Scrubber {
 	// whole.
 	slices.SortFunc(s.secrets, longestFirst)
 	s.secrets = slices.Compact(s.secrets)
-	pairs := make([]string, 0, 2*len(s.secrets))
-	for _, secret := range s.secrets {
-		pairs = append(pairs, secret, Marker)
-	}
-	s.replacer = strings.NewReplacer(pairs...)
-	return &s
+	return s
 }
 
 // String returns text with every secret replaced by [Marker]. The result
@@ -50,6 +48,13 @@ func (s *Scrubber) String(text string) string {
 	if s == nil || !s.contains(text) {
 		return text
 	}
+	s.once.Do(func() {
+		pairs := make([]string, 0, 2*len(s.secrets))
+		for _, secret := range s.secrets {
+			pairs = append(pairs, secret, Marker)
+		}
+		s.replacer = strings.NewReplacer(pairs...)
+	})
 	if out := s.replacer.Replace(text); !s.contains(out) {
 		return out
 	}
