@@ -150,13 +150,13 @@ func TestDropsCounted(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error)
-		go func() { done <- rec.Run(ctx) }()
-
 		for range 6 { // two find the buffer full
 			rec.Record(kind, "gw", doc.Meta.UID, history.Entry{Type: history.StepStarted})
 		}
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		done := make(chan error, 1)
+		go func() { done <- rec.Run(ctx) }()
 		synctest.Wait()
 		if got := rec.Dropped(history.DropBufferFull); got != 2 {
 			t.Errorf("dropped for a full buffer: %d, want 2", got)
