@@ -364,10 +364,8 @@ func (r *runner) reconcile(ctx context.Context, key string) {
 		}
 		defer done()
 	}
-	var id string
-	if c.log != nil || c.tracer != nil {
-		id = c.idPrefix + strconv.FormatUint(c.idCounter.Add(1), 10)
-	}
+	id := c.idPrefix + strconv.FormatUint(c.idCounter.Add(1), 10)
+	ctx = withReconcileID(ctx, id)
 	var span trace.Span // nil when tracing is off
 	if c.tracer != nil {
 		ctx, span = c.tracer.Start(ctx, SpanReconcile, trace.WithAttributes(

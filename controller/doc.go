@@ -23,9 +23,10 @@
 //   - A panic: recovered, logged with its stack, counted and retried like an
 //     error.
 //
-// Each reconcile may be bounded by [Config.Timeout]. Its context carries a
-// logger with the controller, key and reconcile id ([LoggerFrom]) and, when
-// the controller traces, the reconcile's span.
+// Each reconcile may be bounded by [Config.Timeout]. Its context carries its
+// reconcile id ([ReconcileIDFrom]), a logger with the controller, key and
+// reconcile id ([LoggerFrom]) and, when the controller traces, the
+// reconcile's span.
 //
 // # Driving State/Phase machines
 //
@@ -137,6 +138,23 @@
 // "phase changed" per transition with from, to, intent and after, the time
 // the document spent in the phase it left; the reconcileID joins the line to
 // the reconcile's span.
+//
+// # History and secrets
+//
+// With [DriverConfig.History] set, a driver records each document's history
+// in the store beside it (package history): each transition, the start and
+// the end (outcome, duration, error) of each step call, each refusal, each
+// operation given up (at its deadline, out of attempts, terminally), each
+// drift repair, request and timer. Each entry carries the reconcileID of the
+// reconcile that recorded it, and its trace. Recording never blocks or fails
+// a reconcile. [HandlerConfig.History] serves the histories over HTTP.
+//
+// Fields of a document's Spec or Status tagged tend:"sensitive" are secrets
+// (package redact): a driver replaces their values with "[redacted]" in what
+// it builds from the document — the errors of steps and observers (before
+// they reach the status, spans, history, or the controller's log), the
+// reasons observers give, history entries, and every line logged through
+// the reconcile's logger ([LoggerFrom]), a step's own lines included.
 //
 // # Tracing
 //

@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/tendhq/tend/finalizer"
+	"github.com/tendhq/tend/history"
 	"github.com/tendhq/tend/statemachine"
 	"github.com/tendhq/tend/store"
 	"github.com/tendhq/tend/workqueue"
@@ -180,6 +181,13 @@ type DriverConfig[Spec, Status any] struct {
 	// spans the step starts from its context. Nil means no spans, and none of
 	// their cost.
 	TracerProvider trace.TracerProvider
+
+	// History receives the history of each document the driver reconciles
+	// (transitions, step calls, refusals, operations given up, drift
+	// repairs, requests, timers), each entry with the reconcile's id and
+	// trace: see package history. Recording never blocks a reconcile. Nil
+	// means no history.
+	History *history.Recorder
 
 	// defects are faults planted by this package's tests, to prove that a
 	// harness catches them. Never set outside those tests.
@@ -369,6 +377,7 @@ func NewDriver[Spec HasIntent[S], Status any, PStatus interface {
 		conflicts: cmp.Or(cfg.ConflictRetries, DefaultConflictRetries),
 		backoff:   cfg.Backoff,
 		tracing:   newDriverTracing(cfg.TracerProvider, c.Kind(), m),
+		history:   newDriverHistory(cfg.History, c.Kind()),
 		defects:   cfg.defects,
 	}
 	if d.backoff == nil {
@@ -475,6 +484,7 @@ type phaseDriver[Spec HasIntent[S], Status any, PStatus interface {
 	backoff   workqueue.Backoff
 	metrics   *phaseMetrics[S, P]  // nil when metrics are off
 	tracing   *driverTracing[S, P] // nil when tracing is off
+	history   *driverHistory       // nil when history is off
 	defects   defect               // planted by tests only
 
 	echoes // the driver's own writes, which its source does not queue
@@ -553,7 +563,9 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) reconcile(ctx context.Context
 				return Result{}, err
 			}
 		}
-		next, p, res, err := d.pass(ctx, log, obj)
+		pctx, plog, sc := d.redacting(ctx, log, obj)
+		next, p, res, err := d.pass(pctx, plog, obj)
+		err = sc.Error(err)
 		switch p {
 		case passEnd:
 			return res, err
@@ -634,6 +646,7 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) pass(ctx context.Context, log
 		}
 	}
 	d.settledMoves(log, obj.Key, dec, st)
+	d.recordSettled(ctx, obj, dec, st)
 
 	r := statemachine.Result{Now: now}
 	if d.m.NeedsOperationID(dec) {
@@ -682,6 +695,7 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) pass(ctx context.Context, log
 		}
 		obj = written
 		d.report(ctx, log, obj.Key, intent, read, next, r.Now)
+		d.recordStatus(ctx, obj, intent, read, next, r.Now)
 	}
 	d.metrics.observe(obj.Key, next.Target, next.Phase)
 
@@ -856,6 +870,7 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) unknownIntent(ctx context.Con
 		return nil, passEnd, Result{}, err
 	}
 	d.report(ctx, log, obj.Key, intent, read, next, time.Now())
+	d.recordStatus(ctx, obj, intent, read, next, time.Now())
 	return nil, passEnd, Result{}, Terminal(fmt.Errorf("%s %q: %w", d.c.Kind(), obj.Key, cause))
 }
 
@@ -924,10 +939,15 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) run(ctx context.Context, obj 
 		ctx, span = d.tracing.startStep(ctx, obj.Key, dec)
 		defer func() { endStep(span, out, err) }()
 	}
+	if d.history != nil {
+		start := d.stepStarted(ctx, obj, dec)
+		defer func() { d.stepEnded(ctx, obj, dec, start, out, err) }()
+	}
 	ps := d.phases[dec.Phase]
 	stepCtx, cancel := context.WithTimeoutCause(ctx, ps.Bounds.StepTimeout, errStepTimeout)
 	defer cancel()
 	out, err = callStep(stepCtx, dec.Step, d.steps[dec.Step], obj, dec.Operation.ID)
+	err = d.scrubber(obj).Error(err)
 	if ctx.Err() == nil && context.Cause(stepCtx) == errStepTimeout && out != statemachine.Done {
 		return statemachine.Failed, fmt.Errorf("step %s timed out after %v: %w", dec.Step, ps.Bounds.StepTimeout, cmp.Or(err, errStepTimeout))
 	}
@@ -976,7 +996,9 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) callObserver(ctx context.Cont
 		ctx, span = d.tracing.startObserve(ctx, obj.Key, phase, condition)
 		defer func() { endObserve(span, ok, reason, err) }()
 	}
-	return d.observers[condition](ctx, obj)
+	ok, reason, err = d.observers[condition](ctx, obj)
+	sc := d.scrubber(obj)
+	return ok, sc.String(reason), sc.Error(err)
 }
 
 // remove ends the life of a document settled in the final pair: it deletes

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
+
+	"github.com/tendhq/tend/history"
+	"github.com/tendhq/tend/store"
 )
 
 // HandlerConfig configures the handler of [Manager.Handler].
@@ -23,6 +27,10 @@ type HandlerConfig struct {
 	// registry given as the MetricsRegisterer of the manager and its
 	// controllers. Nil means no /metrics.
 	Gatherer prometheus.Gatherer
+
+	// History serves the history of each document (see package history)
+	// as JSON under /history/{kind}/{key}. Nil means no /history.
+	History *history.Reader
 
 	// Pprof serves the runtime's profiles under /debug/pprof/ with the
 	// handlers of net/http/pprof. Profiles reveal the program's internals
@@ -38,6 +46,8 @@ type HandlerConfig struct {
 //   - /readyz: [Manager.CheckReadiness].
 //   - /healthz: [Manager.CheckLiveness].
 //   - /metrics: [HandlerConfig.Gatherer], when set.
+//   - /history/{kind}/{key}: the history of a document, when
+//     [HandlerConfig.History] is set (see [HistoryHandler]).
 //   - /debug/pprof/: the runtime's profiles, when [HandlerConfig.Pprof] is set.
 //
 // /readyz and /healthz answer GET and HEAD: 200 with the body "ok" when every
@@ -51,6 +61,9 @@ func (m *Manager) Handler(cfg HandlerConfig) http.Handler {
 	mux.Handle("GET /healthz", checkHandler("healthz", m.liveness))
 	if cfg.Gatherer != nil {
 		mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}))
+	}
+	if cfg.History != nil {
+		mux.Handle("GET /history/{kind}/{key...}", HistoryHandler(cfg.History))
 	}
 	if cfg.Pprof {
 		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
@@ -116,6 +129,12 @@ func (m *Manager) Serve(ctx context.Context, addr string, cfg HandlerConfig) err
 	if err != nil {
 		return fmt.Errorf("controller: serving health: %w", err)
 	}
+	return m.ServeListener(ctx, l, cfg)
+}
+
+// ServeListener is [Manager.Serve] on a listener the caller opened (on port
+// 0, say, to learn the address it got); it closes l when it returns.
+func (m *Manager) ServeListener(ctx context.Context, l net.Listener, cfg HandlerConfig) error {
 	srv := &http.Server{
 		Handler:           m.Handler(cfg),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -138,7 +157,7 @@ func (m *Manager) Serve(ctx context.Context, addr string, cfg HandlerConfig) err
 			_ = srv.Close()
 		}
 	})
-	err = srv.Serve(l)
+	err := srv.Serve(l)
 	close(served)
 	shutdown.Wait()
 	if errors.Is(err, http.ErrServerClosed) {
@@ -146,4 +165,35 @@ func (m *Manager) Serve(ctx context.Context, addr string, cfg HandlerConfig) err
 	}
 	_ = srv.Close()
 	return fmt.Errorf("controller: serving health: %w", err)
+}
+
+// HistoryResponse is the body of a /history answer.
+type HistoryResponse struct {
+	Kind    string          `json:"kind"`
+	Key     string          `json:"key"`
+	Entries []history.Entry `json:"entries"`
+}
+
+// HistoryHandler returns a handler that answers GET /history/{kind}/{key}
+// (the key may hold slashes) with the document's history read from r, as a
+// JSON [HistoryResponse], oldest entry first; an empty list when nothing was
+// recorded. A kind the store does not hold a history of is not found (404);
+// another failure to read is 500, with the error as the body.
+func HistoryHandler(r *history.Reader) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		kind, key := req.PathValue("kind"), req.PathValue("key")
+		entries, err := r.History(req.Context(), kind, key)
+		w.Header().Set("Cache-Control", "no-store")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		switch {
+		case errors.Is(err, store.ErrUnknownKind) || errors.Is(err, store.ErrInvalid):
+			http.Error(w, err.Error(), http.StatusNotFound)
+			return
+		case err != nil:
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(HistoryResponse{Kind: kind, Key: key, Entries: append([]history.Entry{}, entries...)})
+	})
 }

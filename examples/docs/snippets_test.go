@@ -41,6 +41,8 @@ var imports = map[string]string{
 	"drivertest":   "github.com/tendhq/tend/controller/drivertest",
 	"expectations": "github.com/tendhq/tend/expectations",
 	"finalizer":    "github.com/tendhq/tend/finalizer",
+	"history":      "github.com/tendhq/tend/history",
+	"redact":       "github.com/tendhq/tend/redact",
 	"statemachine": "github.com/tendhq/tend/statemachine",
 	"smtest":       "github.com/tendhq/tend/statemachine/smtest",
 	"store":        "github.com/tendhq/tend/store",

@@ -107,8 +107,9 @@ func (d *display) table(ctx context.Context, out io.Writer) error {
 	if d.w.kube != nil {
 		simulated = "database" // the cluster is real
 	}
-	fmt.Fprintf(out, "tend gateway demo  %.1fs  steps run %d, retried %d  %s calls %d, injected failures %d\n\n",
+	fmt.Fprintf(out, "tend gateway demo  %.1fs  steps run %d, retried %d  %s calls %d, injected failures %d\n",
 		time.Since(d.start).Seconds(), stats.Steps, stats.Retried, simulated, sims.Calls, sims.Failures)
+	fmt.Fprintf(out, "%s\n\n", summary(gws, stats))
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "GATEWAY\tSTATE\tPHASE\tSTEP\tDOMAIN\tRESOURCES\tLAST ERROR")
 	for _, gw := range gws {

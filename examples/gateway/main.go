@@ -12,6 +12,13 @@
 //
 //	go run ./examples/gateway -kubeconfig ~/.kube/config -audit-log /var/log/kube-audit.log
 //
+// With -listen it serves, while the scenario runs, the controllers' probes
+// (/readyz, /healthz), their metrics (/metrics) and each document's history
+// as JSON (/history/{kind}/{key}): why a gateway is in its phase.
+//
+//	go run ./examples/gateway -listen 127.0.0.1:8080 &
+//	curl -s 127.0.0.1:8080/history/ApiGateway/gw-01
+//
 // With -seeds it measures instead: it plays the scenario once per seed and
 // prints each time to converge, where it went, and the median, p90 and
 // maximum:
@@ -28,6 +35,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -46,32 +54,64 @@ func main() {
 	}
 }
 
-func mainErr() error {
-	var opts options
-	flag.IntVar(&opts.Gateways, "gateways", 6, "number of gateways to create (at least 5 to see every action)")
-	flag.Float64Var(&opts.FailureRate, "failure-rate", 0.15, "probability that an infrastructure call fails")
-	flag.DurationVar(&opts.Delay, "delay", 300*time.Millisecond, "how long a resource takes to become ready or to disappear")
-	flag.DurationVar(&opts.Latency, "latency", time.Millisecond, "latency of every infrastructure call")
-	flag.Uint64Var(&opts.Seed, "seed", 1, "seed of the injected failures")
-	flag.DurationVar(&opts.Timeout, "timeout", 50*time.Second, "give up if the scenario has not converged by then")
-	flag.DurationVar(&opts.MaxBackoff, "max-backoff", 0, "cap the delay before a failed step is retried (default ten polls: 500ms at the default delay; the platform's own default is 2s)")
-	metricsAddr := flag.String("metrics-addr", "", "serve Prometheus metrics on this address (for example :9090)")
-	flag.StringVar(&opts.Kubeconfig, "kubeconfig", "", "run the cluster on the Kubernetes cluster this kubeconfig names (the databases stay simulated)")
-	traceFile := flag.String("trace-file", "", "write every span (reconciles, steps, observers) as JSON to this file; - for standard output")
-	traceOTLP := flag.Bool("trace-otlp", false, "export every span over OTLP/gRPC to $OTEL_EXPORTER_OTLP_ENDPOINT (default https://localhost:4317)")
-	flag.StringVar(&opts.AuditLog, "audit-log", "", "with -kubeconfig: the API server's audit log (JSON lines), to check the ordering rules on")
-	seeds := flag.Int("seeds", 0, "play the scenario once for each of this many seeds from -seed on, without the table, and print each time to converge, then the median, p90 and maximum")
-	flag.Parse()
-	switch {
-	case opts.AuditLog != "" && opts.Kubeconfig == "":
-		return errors.New("-audit-log needs -kubeconfig")
-	case *seeds < 0:
-		return fmt.Errorf("-seeds %d is negative", *seeds)
-	case opts.MaxBackoff < 0:
-		return fmt.Errorf("-max-backoff %v is negative", opts.MaxBackoff)
-	case *seeds > 0 && *metricsAddr != "":
-		return errors.New("-seeds and -metrics-addr do not go together: each run would register its metrics again")
+// cli is what the command line asks for.
+type cli struct {
+	opts        options
+	metricsAddr string
+	listen      string
+	traceFile   string
+	traceOTLP   bool
+	seeds       int
+}
+
+// parseFlags reads the command line's arguments (without the program's
+// name) and checks them.
+func parseFlags(args []string, stderr io.Writer) (cli, error) {
+	var c cli
+	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	opts := &c.opts
+	fs.IntVar(&opts.Gateways, "gateways", 6, "number of gateways to create (at least 5 to see every action)")
+	fs.Float64Var(&opts.FailureRate, "failure-rate", 0.15, "probability that an infrastructure call fails")
+	fs.DurationVar(&opts.Delay, "delay", 300*time.Millisecond, "how long a resource takes to become ready or to disappear")
+	fs.DurationVar(&opts.Latency, "latency", time.Millisecond, "latency of every infrastructure call")
+	fs.Uint64Var(&opts.Seed, "seed", 1, "seed of the injected failures")
+	fs.DurationVar(&opts.Timeout, "timeout", 50*time.Second, "give up if the scenario has not converged by then")
+	fs.DurationVar(&opts.MaxBackoff, "max-backoff", 0, "cap the delay before a failed step is retried (default ten polls: 500ms at the default delay; the platform's own default is 2s)")
+	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (for example :9090)")
+	fs.StringVar(&c.listen, "listen", "", "serve the probes (/readyz, /healthz), the metrics (/metrics) and each document's history (/history/{kind}/{key}, JSON) on this address while the scenario runs, for example 127.0.0.1:8080")
+	fs.StringVar(&opts.Kubeconfig, "kubeconfig", "", "run the cluster on the Kubernetes cluster this kubeconfig names (the databases stay simulated)")
+	fs.StringVar(&c.traceFile, "trace-file", "", "write every span (reconciles, steps, observers) as JSON to this file; - for standard output")
+	fs.BoolVar(&c.traceOTLP, "trace-otlp", false, "export every span over OTLP/gRPC to $OTEL_EXPORTER_OTLP_ENDPOINT (default https://localhost:4317)")
+	fs.StringVar(&opts.AuditLog, "audit-log", "", "with -kubeconfig: the API server's audit log (JSON lines), to check the ordering rules on")
+	fs.IntVar(&c.seeds, "seeds", 0, "play the scenario once for each of this many seeds from -seed on, without the table, and print each time to converge, then the median, p90 and maximum")
+	if err := fs.Parse(args); err != nil {
+		return c, err
 	}
+	switch {
+	case fs.NArg() > 0:
+		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
+	case opts.AuditLog != "" && opts.Kubeconfig == "":
+		return c, errors.New("-audit-log needs -kubeconfig")
+	case c.seeds < 0:
+		return c, fmt.Errorf("-seeds %d is negative", c.seeds)
+	case opts.MaxBackoff < 0:
+		return c, fmt.Errorf("-max-backoff %v is negative", opts.MaxBackoff)
+	case c.seeds > 0 && (c.metricsAddr != "" || c.listen != ""):
+		return c, errors.New("-seeds does not go with -metrics-addr or -listen: each run would register its metrics again")
+	}
+	return c, checkListen(c.listen)
+}
+
+func mainErr() error {
+	c, err := parseFlags(os.Args[1:], os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	opts := c.opts
 
 	fi, err := os.Stdout.Stat()
 	opts.TTY = err == nil && fi.Mode()&os.ModeCharDevice != 0
@@ -82,15 +122,26 @@ func mainErr() error {
 
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer cancel()
-	if *seeds > 0 {
-		return measure(ctx, opts, *seeds, os.Stdout)
+	if c.seeds > 0 {
+		return measure(ctx, opts, c.seeds, os.Stdout)
 	}
 
-	if *metricsAddr != "" {
+	if c.metricsAddr != "" || c.listen != "" {
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-		opts.Registerer = reg
-		ln, err := net.Listen("tcp", *metricsAddr)
+		opts.Registerer, opts.Gatherer = reg, reg
+	}
+	if c.listen != "" {
+		ln, err := net.Listen("tcp", c.listen)
+		if err != nil {
+			return err
+		}
+		defer ln.Close()
+		opts.Listener = ln
+	}
+	if c.metricsAddr != "" {
+		reg := opts.Gatherer
+		ln, err := net.Listen("tcp", c.metricsAddr)
 		if err != nil {
 			return err
 		}
@@ -100,8 +151,8 @@ func mainErr() error {
 		fmt.Printf("metrics on http://%s/metrics\n", ln.Addr())
 	}
 
-	if *traceFile != "" || *traceOTLP {
-		tp, shutdown, err := newTracerProvider(ctx, *traceFile, *traceOTLP)
+	if c.traceFile != "" || c.traceOTLP {
+		tp, shutdown, err := newTracerProvider(ctx, c.traceFile, c.traceOTLP)
 		if err != nil {
 			return err
 		}

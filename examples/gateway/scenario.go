@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"slices"
 	"sync"
 	"time"
@@ -14,7 +15,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tendhq/tend/backends/memory"
+	"github.com/tendhq/tend/controller"
 	"github.com/tendhq/tend/examples/gateway/platform"
+	"github.com/tendhq/tend/history"
 	sm "github.com/tendhq/tend/statemachine"
 	"github.com/tendhq/tend/store"
 )
@@ -35,6 +38,10 @@ type options struct {
 	Registerer prometheus.Registerer
 	// TracerProvider receives the spans of the controllers and drivers.
 	TracerProvider trace.TracerProvider
+	// Listener, when set, serves the manager's probes, Gatherer's metrics
+	// and every document's history while the scenario runs (-listen).
+	Listener net.Listener
+	Gatherer prometheus.Gatherer
 	// Kubeconfig, when set, runs the cluster on the Kubernetes cluster it
 	// names instead of the simulation; the databases stay simulated. Every
 	// gateway is deleted at the end, so that the run leaves nothing behind.
@@ -89,9 +96,15 @@ func run(ctx context.Context, opts options, out io.Writer) (report, error) {
 	if opts.Gateways < 1 {
 		return report{}, fmt.Errorf("need at least one gateway, not %d", opts.Gateways)
 	}
-	st, err := memory.New(memory.Config{Kinds: platform.Kinds()})
+	st, err := memory.New(memory.Config{Kinds: append(platform.Kinds(), history.Kinds(platform.Kinds()...)...)})
 	if err != nil {
 		return report{}, err
+	}
+	var rec *history.Recorder // nil: no history
+	if opts.Listener != nil {
+		if rec, err = history.NewRecorder(st, history.RecorderConfig{MetricsRegisterer: opts.Registerer}); err != nil {
+			return report{}, err
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
@@ -99,7 +112,9 @@ func run(ctx context.Context, opts options, out io.Writer) (report, error) {
 	if err != nil {
 		return report{}, err
 	}
-	p, err := platform.New(platformConfig(opts, st, w))
+	pc := platformConfig(opts, st, w)
+	pc.History = rec
+	p, err := platform.New(pc)
 	if err != nil {
 		return report{}, err
 	}
@@ -121,6 +136,14 @@ func run(ctx context.Context, opts options, out io.Writer) (report, error) {
 	var wg sync.WaitGroup
 	var runErr error
 	wg.Go(func() { runErr = p.Run(runCtx) })
+	var opsErr error
+	if opts.Listener != nil {
+		wg.Go(func() { _ = rec.Run(runCtx) })
+		hc := controller.HandlerConfig{Gatherer: opts.Gatherer, History: history.NewReader(st)}
+		wg.Go(func() { opsErr = p.Manager().ServeListener(runCtx, opts.Listener, hc) })
+		fmt.Fprintf(out, "serving probes, metrics and history on http://%s (/readyz, /healthz, /metrics, /history/%s/%s)\n",
+			opts.Listener.Addr(), platform.KindApiGateway, w.gatewayID(0))
+	}
 	inv := &invariants{p: p, w: w}
 	wg.Go(func() { inv.watch(runCtx, p.Collections().Gateways) })
 	tl := newTimeline()
@@ -138,7 +161,7 @@ func run(ctx context.Context, opts options, out io.Writer) (report, error) {
 	d.draw(context.Background(), "final")
 	rep.Elapsed = time.Since(d.start)
 	rep.Breakdown = tl.breakdown(time.Now())
-	runErr = errors.Join(runErr, tlErr)
+	runErr = errors.Join(runErr, tlErr, opsErr)
 	stats := p.Stats()
 	rep.Steps, rep.Retried, rep.Injected = stats.Steps, stats.Retried, w.sim.Stats().Failures
 	rep.Probes, rep.ProbesFailed = stats.Probes, stats.ProbesFailed

@@ -38,7 +38,7 @@ const credentialsSecret = "object-storage"
 // running c.image, the volumes as claims and the storage jobs as Jobs, in a
 // namespace of its own, which it creates and deletes, with the volumes'
 // directories under dir on this host and the archives in a.
-func runCluster(ctx context.Context, c clusterOptions, dir string, a archives, out io.Writer) (err error) {
+func runCluster(ctx context.Context, c clusterOptions, dir string, a archives, o ops, out io.Writer) (err error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
 	if err != nil {
 		return fmt.Errorf("kubeconfig %s: %w", c.kubeconfig, err)
@@ -99,7 +99,7 @@ func runCluster(ctx context.Context, c clusterOptions, dir string, a archives, o
 			fmt.Fprintf(out, "namespace %s deleted\n", ns)
 		}
 	}()
-	return play(ctx, world{instances: instances, storage: storage, home: volumeHomes{storage}, image: c.image}, a.objects, out)
+	return play(ctx, world{instances: instances, storage: storage, home: volumeHomes{storage}, image: c.image}, a.objects, o, out)
 }
 
 // newNamespace creates a namespace for one run and waits for its default

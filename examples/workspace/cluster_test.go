@@ -41,7 +41,7 @@ func scenarioCluster(t *testing.T, path string, a archives) {
 	defer cancel()
 	var out bytes.Buffer
 	if err := runCluster(ctx, clusterOptions{kubeconfig: path, image: "workspace:latest", jobImage: "storage-job:latest", jobsHere: true},
-		t.TempDir(), a, &out); err != nil {
+		t.TempDir(), a, ops{}, &out); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	for _, want := range []string{"survived the archive and the restore", "alice    removed from the store", "deleted [alice/"} {

@@ -48,7 +48,7 @@ func TestScenario(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 			defer cancel()
 			var out bytes.Buffer
-			if err := run(ctx, t.TempDir(), tc.archives(t), &out); err != nil {
+			if err := run(ctx, t.TempDir(), tc.archives(t), ops{}, &out); err != nil {
 				t.Fatalf("%v\n%s", err, out.String())
 			}
 			for _, want := range []string{"survived the archive and the restore", "alice    removed from the store", "deleted [alice/"} {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,11 +15,13 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/tendhq/tend/backends/memory"
+	"github.com/tendhq/tend/controller"
 	"github.com/tendhq/tend/examples/workspace/dataplane"
 	"github.com/tendhq/tend/examples/workspace/gc"
 	"github.com/tendhq/tend/examples/workspace/local"
 	"github.com/tendhq/tend/examples/workspace/objstore"
 	"github.com/tendhq/tend/examples/workspace/storagejob"
+	"github.com/tendhq/tend/history"
 	"github.com/tendhq/tend/store"
 )
 
@@ -156,7 +159,7 @@ func (a archives) in(dir string) (archives, error) {
 
 // run runs the scenario on the embedded default in dir, with the archives
 // in a; each archive and restore is a child process.
-func run(ctx context.Context, dir string, a archives, out io.Writer) error {
+func run(ctx context.Context, dir string, a archives, o ops, out io.Writer) error {
 	a, err := a.in(dir)
 	if err != nil {
 		return err
@@ -171,25 +174,48 @@ func run(ctx context.Context, dir string, a archives, out io.Writer) error {
 		return err
 	}
 	defer instances.Close()
-	return play(ctx, world{instances: instances, storage: storage, home: containerHomes{instances}, image: "workspace:latest"}, a.objects, out)
+	return play(ctx, world{instances: instances, storage: storage, home: containerHomes{instances}, image: "workspace:latest"}, a.objects, o, out)
 }
 
-// play runs the scenario's controller and board in w until the scenario
-// ends.
-func play(ctx context.Context, w world, objects objstore.Store, out io.Writer) error {
-	mem, err := memory.New(memory.Config{Kinds: []string{dataplane.Kind}})
+// play runs the scenario's controller, board and summary in w until the
+// scenario ends, and what o asks for.
+func play(ctx context.Context, w world, objects objstore.Store, o ops, out io.Writer) error {
+	mem, err := memory.New(memory.Config{Kinds: []string{dataplane.Kind, history.Kind(dataplane.Kind)}})
 	if err != nil {
 		return err
 	}
-	ctrl, err := dataplane.New(dataplane.Config{Store: mem, Instances: w.instances, Storage: w.storage, WaitInterval: 50 * time.Millisecond})
+	var rec *history.Recorder // nil: no history
+	if o.listener != nil {
+		if rec, err = history.NewRecorder(mem, history.RecorderConfig{MetricsRegisterer: o.registerer()}); err != nil {
+			return err
+		}
+	}
+	ctrl, err := dataplane.New(dataplane.Config{Store: mem, Instances: w.instances, Storage: w.storage, WaitInterval: 50 * time.Millisecond,
+		MetricsRegisterer: o.registerer(), History: rec})
+	if err != nil {
+		return err
+	}
+	mgr, err := controller.NewManager(controller.ManagerConfig{Controllers: []*controller.Controller{ctrl.Controller()},
+		MetricsRegisterer: o.registerer()})
 	if err != nil {
 		return err
 	}
 	b := newBoard(out)
 	runCtx, stop := context.WithCancel(ctx)
 	g, gctx := errgroup.WithContext(runCtx)
-	g.Go(func() error { return ctrl.Run(gctx) })
+	g.Go(func() error { return mgr.Run(gctx) })
 	g.Go(func() error { return b.follow(gctx, ctrl.Collection()) })
+	g.Go(func() error { return b.summarize(gctx, ctrl.Collection(), cmp.Or(o.summaryEvery, time.Second)) })
+	if o.listener != nil {
+		g.Go(func() error { return rec.Run(gctx) })
+		hc := controller.HandlerConfig{History: history.NewReader(mem)}
+		if o.registry != nil {
+			hc.Gatherer = o.registry
+		}
+		g.Go(func() error { return mgr.ServeListener(gctx, o.listener, hc) })
+		b.say("serving probes, metrics and history on http://%s (/readyz, /healthz, /metrics, /history/%s/alice)",
+			o.listener.Addr(), dataplane.Kind)
+	}
 	err = scenario(gctx, b, ctrl, w, objects)
 	stop()
 	return errors.Join(err, g.Wait())

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tendhq/tend/controller"
 	"github.com/tendhq/tend/examples/gateway/infra"
+	"github.com/tendhq/tend/history"
 	sm "github.com/tendhq/tend/statemachine"
 	"github.com/tendhq/tend/store"
 	"github.com/tendhq/tend/workqueue"
@@ -65,6 +66,10 @@ type Config struct {
 	// TracerProvider receives the spans of the controllers' reconciles and
 	// of the drivers' steps and observers. Nil means none.
 	TracerProvider trace.TracerProvider
+	// History receives the history of every document the drivers reconcile;
+	// Store must then hold the history kinds too (history.Kinds of
+	// [Kinds]). Nil means none.
+	History *history.Recorder
 }
 
 // Controller names, in logs and metrics.
@@ -213,15 +218,15 @@ func New(cfg Config) (*Platform, error) {
 	if p.domains, err = controller.NewDriver(docs.Domains, dm, controller.DriverConfig[DomainSpec, DomainStatus]{
 		Steps: counted(p, p.domainSteps()), Observers: countedProbes(p, p.domainObservers()), NewOperationID: cfg.NewOperationID,
 		WaitInterval: poll, ProgressInterval: poll, Backoff: backoff, MetricsRegisterer: cfg.MetricsRegisterer,
-		TracerProvider: cfg.TracerProvider,
-		Timers:         map[string]func(*Domain) time.Time{TimerRenewCertificate: p.renewCertificateAt},
+		TracerProvider: cfg.TracerProvider, History: cfg.History,
+		Timers: map[string]func(*Domain) time.Time{TimerRenewCertificate: p.renewCertificateAt},
 	}); err != nil {
 		return nil, fmt.Errorf("platform: %w", err)
 	}
 	p.gatewayConfig = controller.DriverConfig[GatewaySpec, GatewayStatus]{
 		Steps: counted(p, p.gatewaySteps()), Observers: countedProbes(p, p.gatewayObservers()), NewOperationID: cfg.NewOperationID,
 		WaitInterval: poll, ProgressInterval: poll, Backoff: backoff, MetricsRegisterer: cfg.MetricsRegisterer,
-		TracerProvider: cfg.TracerProvider,
+		TracerProvider: cfg.TracerProvider, History: cfg.History,
 	}
 	if p.gateways, err = controller.NewDriver(docs.Gateways, gm, p.gatewayConfig); err != nil {
 		return nil, fmt.Errorf("platform: %w", err)
@@ -261,6 +266,10 @@ func New(cfg Config) (*Platform, error) {
 // Run runs the controllers until ctx ends, and returns once everything it
 // started has stopped.
 func (p *Platform) Run(ctx context.Context) error { return p.manager.Run(ctx) }
+
+// Manager returns the manager that runs the platform's controllers: its
+// Handler serves their probes, metrics and histories.
+func (p *Platform) Manager() *controller.Manager { return p.manager }
 
 // Identity names this replica (see controller.ManagerConfig.Identity).
 func (p *Platform) Identity() string { return p.manager.Identity() }

@@ -12,6 +12,7 @@ import (
 	"github.com/tendhq/tend/controller"
 	"github.com/tendhq/tend/examples/workspace/archive"
 	"github.com/tendhq/tend/examples/workspace/gc"
+	"github.com/tendhq/tend/history"
 	"github.com/tendhq/tend/statemachine"
 	"github.com/tendhq/tend/store"
 	"github.com/tendhq/tend/workqueue"
@@ -66,6 +67,9 @@ type Config struct {
 	// MetricsRegisterer receives the controller's and the phase metrics.
 	// Nil means none.
 	MetricsRegisterer prometheus.Registerer
+	// History receives the history of every workspace; Store must then
+	// hold history.Kind(Kind) too. Nil means none.
+	History *history.Recorder
 }
 
 // Controller is the WorkspaceController: the only writer of a workspace's
@@ -116,6 +120,7 @@ func New(cfg Config) (*Controller, error) {
 		WaitInterval:      wait,
 		Backoff:           cfg.Backoff,
 		MetricsRegisterer: cfg.MetricsRegisterer,
+		History:           cfg.History,
 	}
 	c.driver, err = controller.NewDriver(coll, m, c.driverConfig)
 	if err != nil {
@@ -143,6 +148,10 @@ func New(cfg Config) (*Controller, error) {
 // Run runs the controller until ctx ends and returns when every goroutine it
 // started has stopped.
 func (c *Controller) Run(ctx context.Context) error { return c.ctrl.Run(ctx) }
+
+// Controller returns the controller that Run runs, to run it under a
+// controller.Manager instead (whose Handler serves its probes).
+func (c *Controller) Controller() *controller.Controller { return c.ctrl }
 
 // Reconcile runs one reconcile of workspace id, as a worker of Run would.
 // Tests use it to drive a workspace step by step.

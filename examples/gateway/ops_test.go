@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tendhq/tend/controller"
+	"github.com/tendhq/tend/examples/gateway/platform"
+	sm "github.com/tendhq/tend/statemachine"
+	"github.com/tendhq/tend/store"
+)
+
+func TestListenFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		listen  string
+		wantErr string
+	}{
+		{args: nil, listen: ""},
+		{args: []string{"-listen", "127.0.0.1:8080"}, listen: "127.0.0.1:8080"},
+		{args: []string{"-listen", ":0"}, listen: ":0"},
+		{args: []string{"-listen", "127.0.0.1"}, wantErr: "want host:port"},
+		{args: []string{"-listen", "127.0.0.1:0", "-seeds", "3"}, wantErr: "-seeds does not go with"},
+		{args: []string{"-listen"}, wantErr: "flag needs an argument"},
+	} {
+		c, err := parseFlags(tc.args, io.Discard)
+		switch {
+		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+			t.Errorf("%q: error %v, want one saying %q", tc.args, err, tc.wantErr)
+		case tc.wantErr == "" && err != nil:
+			t.Errorf("%q: %v", tc.args, err)
+		case tc.wantErr == "" && c.listen != tc.listen:
+			t.Errorf("%q: listen %q, want %q", tc.args, c.listen, tc.listen)
+		}
+	}
+	if _, err := parseFlags([]string{"-h"}, io.Discard); !errors.Is(err, flag.ErrHelp) {
+		t.Errorf("-h: %v, want flag.ErrHelp", err)
+	}
+}
+
+// TestListen plays the scenario with -listen and asks, while it runs, for
+// the probes, the metrics and a gateway's history.
+func TestListen(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	opts := options{Gateways: 5, Delay: 200 * time.Millisecond, Timeout: time.Minute, Listener: ln, Registerer: reg, Gatherer: reg}
+	type result struct {
+		rep report
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		rep, err := run(context.Background(), opts, io.Discard)
+		done <- result{rep, err}
+	}()
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	base := "http://" + ln.Addr().String()
+	get := func(path string) (int, string) {
+		resp, err := client.Get(base + path)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+
+	var hist controller.HistoryResponse
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if code, body := get("/history/ApiGateway/gw-01"); code == http.StatusOK {
+			if err := json.Unmarshal([]byte(body), &hist); err != nil {
+				t.Fatal(err)
+			}
+			if len(hist.Entries) > 0 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no history of gw-01 served: %+v", hist)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if e := hist.Entries[0]; e.Type == "" || e.ReconcileID == "" {
+		t.Errorf("first entry %+v, want a type and a reconcile id", e)
+	}
+	if code, body := get("/readyz"); code != http.StatusOK {
+		t.Errorf("/readyz: %d %s", code, body)
+	}
+	if code, body := get("/metrics"); code != http.StatusOK || !strings.Contains(body, "tend_history_entries_written_total") ||
+		!strings.Contains(body, "controller_runtime_reconcile_total") {
+		t.Errorf("/metrics: %d, without the history's or the controllers' series", code)
+	}
+	r := <-done
+	if r.err != nil || !r.rep.Converged {
+		t.Fatalf("scenario: converged %v, %v", r.rep.Converged, r.err)
+	}
+	if _, err := client.Get(base + "/readyz"); err == nil {
+		t.Error("still serving after the scenario ended")
+	}
+}
+
+func TestSummary(t *testing.T) {
+	gw := func(p platform.GatewayPhase, failed bool) *platform.Gateway {
+		g := &platform.Gateway{Meta: store.Meta{Key: "gw"}}
+		g.Status.Phase = p
+		if failed {
+			g.Status.Failure = &sm.Failure[platform.GatewayPhase]{Reason: "boom"}
+		}
+		return g
+	}
+	got := summary([]*platform.Gateway{gw("Started", false), gw("", false), gw("Started", false), gw("Failed", true)},
+		platform.Stats{Retried: 7})
+	want := "phases: Creating 1, Started 2, Failed 1 | failures: 1 gateways holding one, 7 step runs failed"
+	if got != want {
+		t.Errorf("summary\n got %s\nwant %s", got, want)
+	}
+}

@@ -1,0 +1,333 @@
+package history
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/tendhq/tend/store"
+)
+
+// Defaults of [RecorderConfig].
+const (
+	// DefaultMaxEntries is how many entries a history keeps when
+	// RecorderConfig.MaxEntries is zero.
+	DefaultMaxEntries = 100
+	// DefaultMaxAge is how old an entry a history keeps when
+	// RecorderConfig.MaxAge is zero.
+	DefaultMaxAge = 7 * 24 * time.Hour
+	// DefaultBufferSize is how many entries wait to be written when
+	// RecorderConfig.BufferSize is zero.
+	DefaultBufferSize = 4096
+	// DefaultFlushInterval is the least time between two writes of one
+	// history when RecorderConfig.FlushInterval is zero.
+	DefaultFlushInterval = time.Second
+)
+
+// Values of the reason label of tend_history_entries_dropped_total.
+const (
+	// DropBufferFull counts entries recorded while the buffer was full.
+	DropBufferFull = "buffer_full"
+	// DropWriteFailed counts entries whose write to the store failed.
+	DropWriteFailed = "write_failed"
+)
+
+// writeAttempts is how many times a history write is tried when it
+// conflicts with another writer.
+const writeAttempts = 3
+
+// shutdownFlushTimeout bounds the last write of [Recorder.Run].
+const shutdownFlushTimeout = 5 * time.Second
+
+// ErrInvalidConfig is returned, wrapped with the reason, by [NewRecorder]
+// for a configuration value out of range.
+var ErrInvalidConfig = errors.New("history: invalid config")
+
+// RecorderConfig configures a [Recorder].
+type RecorderConfig struct {
+	// MaxEntries is how many entries a history keeps, the newest. Zero
+	// means [DefaultMaxEntries].
+	MaxEntries int
+	// MaxAge is how long an entry is kept. Zero means [DefaultMaxAge].
+	MaxAge time.Duration
+	// BufferSize is how many entries can wait to be written; an entry
+	// recorded while that many wait is dropped. Zero means
+	// [DefaultBufferSize].
+	BufferSize int
+	// FlushInterval is how long the recorder waits after a write before the
+	// next, so that one write carries every entry a document had meanwhile.
+	// Zero means [DefaultFlushInterval].
+	FlushInterval time.Duration
+	// Replica names this replica in the entries it records
+	// (Entry.Replica). Empty leaves the field empty.
+	Replica string
+	// Logger receives the recorder's logs (a failed write, once per
+	// flush). Nil means no logs.
+	Logger *zap.Logger
+	// MetricsRegisterer receives tend_history_entries_written_total and
+	// tend_history_entries_dropped_total (by reason: buffer_full,
+	// write_failed). Nil means no metrics.
+	MetricsRegisterer prometheus.Registerer
+}
+
+// Recorder writes the entries given to [Recorder.Record] to their
+// documents' histories: see the package documentation. Record is safe for
+// concurrent use and never blocks; [Recorder.Run] does the writing.
+type Recorder struct {
+	b          store.Backend
+	maxEntries int
+	maxAge     time.Duration
+	bufferSize int
+	interval   time.Duration
+	replica    string
+	log        *zap.Logger // nil when logging is off
+
+	written prometheus.Counter // nil when metrics are off
+	dropped *prometheus.CounterVec
+
+	wake chan struct{} // capacity 1: entries wait
+
+	mu      sync.Mutex // guards pending and drops
+	pending []pendingEntry
+	drops   map[string]uint64 // by reason
+}
+
+// pendingEntry is an entry waiting to be written.
+type pendingEntry struct {
+	kind, key, uid string
+	e              Entry
+}
+
+// NewRecorder returns a recorder writing to b. It starts nothing: see
+// [Recorder.Run]. With a MetricsRegisterer it registers its metrics, so a
+// registry takes one recorder.
+func NewRecorder(b store.Backend, cfg RecorderConfig) (*Recorder, error) {
+	switch {
+	case b == nil:
+		return nil, fmt.Errorf("%w: NewRecorder needs a backend", ErrInvalidConfig)
+	case cfg.MaxEntries < 0, cfg.MaxAge < 0, cfg.BufferSize < 0, cfg.FlushInterval < 0:
+		return nil, fmt.Errorf("%w: MaxEntries, MaxAge, BufferSize and FlushInterval must not be negative", ErrInvalidConfig)
+	}
+	r := &Recorder{
+		b:          b,
+		maxEntries: cmp.Or(cfg.MaxEntries, DefaultMaxEntries),
+		maxAge:     cmp.Or(cfg.MaxAge, DefaultMaxAge),
+		bufferSize: cmp.Or(cfg.BufferSize, DefaultBufferSize),
+		interval:   cmp.Or(cfg.FlushInterval, DefaultFlushInterval),
+		replica:    cfg.Replica,
+		wake:       make(chan struct{}, 1),
+		drops:      map[string]uint64{},
+	}
+	if cfg.Logger != nil {
+		r.log = cfg.Logger.Named("history")
+	}
+	if reg := cfg.MetricsRegisterer; reg != nil {
+		r.written = prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tend_history_entries_written_total",
+			Help: "History entries written to the store.",
+		})
+		r.dropped = prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tend_history_entries_dropped_total",
+			Help: "History entries dropped, by reason: buffer_full (recorded while the buffer was full) or write_failed.",
+		}, []string{"reason"})
+		for _, c := range []prometheus.Collector{r.written, r.dropped} {
+			if err := reg.Register(c); err != nil {
+				return nil, fmt.Errorf("history: registering metrics: %w", err)
+			}
+		}
+		r.dropped.WithLabelValues(DropBufferFull)
+		r.dropped.WithLabelValues(DropWriteFailed)
+	}
+	return r, nil
+}
+
+// Record adds e to the history of the document of kind and key whose UID is
+// uid, to be written by [Recorder.Run]. It never blocks: when the buffer is
+// full, e is dropped and counted. A zero e.Time is set to now, and an empty
+// e.Replica to the configured replica.
+func (r *Recorder) Record(kind, key, uid string, e Entry) {
+	if e.Time.IsZero() {
+		e.Time = time.Now()
+	}
+	if e.Replica == "" {
+		e.Replica = r.replica
+	}
+	e.bound()
+	r.mu.Lock()
+	if len(r.pending) >= r.bufferSize {
+		r.mu.Unlock()
+		r.drop(DropBufferFull, 1)
+		return
+	}
+	r.pending = append(r.pending, pendingEntry{kind: kind, key: key, uid: uid, e: e})
+	r.mu.Unlock()
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Dropped returns how many entries were dropped for reason
+// ([DropBufferFull] or [DropWriteFailed]) since the recorder was made.
+func (r *Recorder) Dropped(reason string) uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.drops[reason]
+}
+
+func (r *Recorder) drop(reason string, n int) {
+	r.mu.Lock()
+	r.drops[reason] += uint64(n)
+	r.mu.Unlock()
+	if r.dropped != nil {
+		r.dropped.WithLabelValues(reason).Add(float64(n))
+	}
+}
+
+// Run writes the entries recorded until ctx ends, then writes those left
+// (for at most 5 seconds) and returns nil. Run one Run per recorder.
+func (r *Recorder) Run(ctx context.Context) error {
+	pause := time.NewTimer(0)
+	defer pause.Stop()
+	<-pause.C
+	for {
+		select {
+		case <-ctx.Done():
+		case <-r.wake:
+		}
+		if ctx.Err() != nil {
+			last, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownFlushTimeout)
+			defer cancel()
+			r.Flush(last)
+			return nil
+		}
+		r.Flush(ctx)
+		pause.Reset(r.interval)
+		select {
+		case <-ctx.Done():
+		case <-pause.C:
+		}
+	}
+}
+
+// Flush writes every entry waiting now, one write per document, and
+// returns how many were dropped because their write failed.
+func (r *Recorder) Flush(ctx context.Context) (dropped int) {
+	r.mu.Lock()
+	batch := r.pending
+	r.pending = nil
+	r.mu.Unlock()
+	if len(batch) == 0 {
+		return 0
+	}
+	type target struct{ kind, key string }
+	byDoc := map[target][]pendingEntry{}
+	var order []target
+	for _, p := range batch {
+		t := target{p.kind, p.key}
+		if _, ok := byDoc[t]; !ok {
+			order = append(order, t)
+		}
+		byDoc[t] = append(byDoc[t], p)
+	}
+	var firstErr error
+	for _, t := range order {
+		ps := byDoc[t]
+		if err := r.write(ctx, t.kind, t.key, ps); err != nil {
+			dropped += len(ps)
+			firstErr = cmp.Or(firstErr, err)
+			continue
+		}
+		if r.written != nil {
+			r.written.Add(float64(len(ps)))
+		}
+	}
+	if dropped > 0 {
+		r.drop(DropWriteFailed, dropped)
+		if r.log != nil {
+			r.log.Warn("history entries dropped: write failed", zap.Int("dropped", dropped), zap.Error(firstErr))
+		}
+	}
+	return dropped
+}
+
+// write appends ps, entries of one document, to its history.
+func (r *Recorder) write(ctx context.Context, kind, key string, ps []pendingEntry) error {
+	uid := ps[len(ps)-1].uid
+	entries := make([]Entry, 0, len(ps))
+	for _, p := range ps {
+		if p.uid == uid { // entries of an earlier document under the key are moot
+			entries = append(entries, p.e)
+		}
+	}
+	hk := Kind(kind)
+	var err error
+	for range writeAttempts {
+		var doc store.Document
+		doc, err = r.b.Get(ctx, hk, key)
+		if errors.Is(err, store.ErrNotFound) {
+			doc = store.Document{Meta: store.Meta{Kind: hk, Key: key, Owners: owners(kind, key, uid)}}
+			if doc.Spec, err = r.encode(nil, entries); err != nil {
+				return err
+			}
+			if _, err = r.b.Create(ctx, doc); errors.Is(err, store.ErrAlreadyExists) {
+				continue
+			}
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		var l log
+		if json.Unmarshal(doc.Spec, &l) != nil {
+			l.Entries = nil // unreadable: start again
+		}
+		if uid != "" && !slices.Equal(doc.Meta.Owners, owners(kind, key, uid)) {
+			// The document was created again under the key: a new life,
+			// a new history.
+			l.Entries = nil
+			doc.Meta.Owners = owners(kind, key, uid)
+		}
+		if doc.Spec, err = r.encode(l.Entries, entries); err != nil {
+			return err
+		}
+		if _, err = r.b.UpdateSpec(ctx, doc); errors.Is(err, store.ErrConflict) {
+			continue
+		}
+		return err
+	}
+	return err
+}
+
+// encode returns the history made of old and added, in time order, with
+// the retention rule applied.
+func (r *Recorder) encode(old, added []Entry) ([]byte, error) {
+	all := append(old, added...)
+	slices.SortStableFunc(all, func(a, b Entry) int { return a.Time.Compare(b.Time) })
+	cutoff := time.Now().Add(-r.maxAge)
+	keep := slices.IndexFunc(all, func(e Entry) bool { return !e.Time.Before(cutoff) })
+	if keep < 0 {
+		keep = len(all)
+	}
+	all = all[keep:]
+	if len(all) > r.maxEntries {
+		all = all[len(all)-r.maxEntries:]
+	}
+	return json.Marshal(log{Entries: all})
+}
+
+// owners returns the owner references of the history of a document.
+func owners(kind, key, uid string) []store.OwnerRef {
+	if uid == "" {
+		return nil
+	}
+	return []store.OwnerRef{{Kind: kind, Key: key, UID: uid}}
+}

@@ -1,0 +1,235 @@
+package history_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/tendhq/tend/backends/memory"
+	"github.com/tendhq/tend/history"
+	"github.com/tendhq/tend/store"
+)
+
+const kind = "Gateway"
+
+func newStore(t *testing.T) *memory.Store {
+	t.Helper()
+	b, err := memory.New(memory.Config{Kinds: append([]string{kind}, history.Kinds(kind)...)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func create(t *testing.T, b store.Backend, key string) store.Document {
+	t.Helper()
+	doc, err := b.Create(t.Context(), store.Document{Meta: store.Meta{Kind: kind, Key: key}, Spec: []byte(`{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+func read(t *testing.T, b store.Backend, key string) []history.Entry {
+	t.Helper()
+	entries, err := history.NewReader(b).History(t.Context(), kind, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return entries
+}
+
+func steps(entries []history.Entry) string {
+	var out []string
+	for _, e := range entries {
+		out = append(out, e.Step)
+	}
+	return strings.Join(out, ",")
+}
+
+// TestRetention checks the documented rule: at most MaxEntries, the newest,
+// and none older than MaxAge, applied on each write.
+func TestRetention(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newStore(t)
+		doc := create(t, b, "gw")
+		rec, err := history.NewRecorder(b, history.RecorderConfig{MaxEntries: 3, MaxAge: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 5 {
+			rec.Record(kind, "gw", doc.Meta.UID, history.Entry{Type: history.StepStarted, Step: fmt.Sprint(i)})
+		}
+		rec.Flush(t.Context())
+		if got := steps(read(t, b, "gw")); got != "2,3,4" {
+			t.Fatalf("after 5 entries with MaxEntries 3: %s, want 2,3,4", got)
+		}
+
+		time.Sleep(50 * time.Minute)
+		rec.Record(kind, "gw", doc.Meta.UID, history.Entry{Type: history.StepStarted, Step: "5"})
+		rec.Flush(t.Context())
+		if got := steps(read(t, b, "gw")); got != "3,4,5" {
+			t.Fatalf("got %s, want 3,4,5", got)
+		}
+		time.Sleep(20 * time.Minute) // 2, 3 and 4 are 70 minutes old
+		rec.Record(kind, "gw", doc.Meta.UID, history.Entry{Type: history.StepStarted, Step: "6"})
+		rec.Flush(t.Context())
+		if got := steps(read(t, b, "gw")); got != "5,6" {
+			t.Fatalf("after an hour: %s, want 5,6", got)
+		}
+	})
+}
+
+func TestOwnerAndNewLife(t *testing.T) {
+	ctx := t.Context()
+	b := newStore(t)
+	doc := create(t, b, "gw")
+	rec, _ := history.NewRecorder(b, history.RecorderConfig{})
+	rec.Record(kind, "gw", doc.Meta.UID, history.Entry{Type: history.Transition, Phase: "A", To: "B"})
+	rec.Flush(ctx)
+	h, err := b.Get(ctx, history.Kind(kind), "gw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Meta.Owners) != 1 || h.Meta.Owners[0] != (store.OwnerRef{Kind: kind, Key: "gw", UID: doc.Meta.UID}) {
+		t.Fatalf("owners %+v, want the document", h.Meta.Owners)
+	}
+
+	// Created again under the same key: a new history.
+	if err := b.Delete(ctx, kind, "gw", store.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	again := create(t, b, "gw")
+	rec.Record(kind, "gw", again.Meta.UID, history.Entry{Type: history.Transition, Phase: "X", To: "Y"})
+	rec.Flush(ctx)
+	entries := read(t, b, "gw")
+	if len(entries) != 1 || entries[0].Phase != "X" {
+		t.Fatalf("history of the new document: %v", entries)
+	}
+	if got, _ := history.NewReader(b).History(ctx, kind, "never"); got != nil {
+		t.Fatalf("history of a document never recorded: %v", got)
+	}
+}
+
+// failing fails every write of a history.
+type failing struct {
+	store.Backend
+	fail bool
+}
+
+var errDown = errors.New("store down")
+
+func (f *failing) Create(ctx context.Context, doc store.Document) (store.Document, error) {
+	if f.fail {
+		return store.Document{}, errDown
+	}
+	return f.Backend.Create(ctx, doc)
+}
+
+func (f *failing) UpdateSpec(ctx context.Context, doc store.Document) (store.Document, error) {
+	if f.fail {
+		return store.Document{}, errDown
+	}
+	return f.Backend.UpdateSpec(ctx, doc)
+}
+
+func TestDropsCounted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := newStore(t)
+		doc := create(t, mem, "gw")
+		b := &failing{Backend: mem, fail: true}
+		reg := prometheus.NewRegistry()
+		rec, err := history.NewRecorder(b, history.RecorderConfig{BufferSize: 4, MetricsRegisterer: reg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 6 { // two find the buffer full
+			rec.Record(kind, "gw", doc.Meta.UID, history.Entry{Type: history.StepStarted})
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		done := make(chan error, 1)
+		go func() { done <- rec.Run(ctx) }()
+		synctest.Wait()
+		if got := rec.Dropped(history.DropBufferFull); got != 2 {
+			t.Errorf("dropped for a full buffer: %d, want 2", got)
+		}
+		if got := rec.Dropped(history.DropWriteFailed); got != 4 {
+			t.Errorf("dropped for failed writes: %d, want 4", got)
+		}
+		if got := testutil.ToFloat64(counter(t, reg, history.DropWriteFailed)); got != 4 {
+			t.Errorf("tend_history_entries_dropped_total{reason=write_failed} = %v, want 4", got)
+		}
+
+		// The store is back: the next entries are written after the pause.
+		b.fail = false
+		rec.Record(kind, "gw", doc.Meta.UID, history.Entry{Type: history.StepEnded})
+		time.Sleep(history.DefaultFlushInterval)
+		synctest.Wait()
+		if got := read(t, mem, "gw"); len(got) != 1 || got[0].Type != history.StepEnded {
+			t.Fatalf("after the store came back: %v", got)
+		}
+
+		// Entries left when Run stops are written on the way out.
+		rec.Record(kind, "gw", doc.Meta.UID, history.Entry{Type: history.Transition})
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if got := read(t, mem, "gw"); len(got) != 2 {
+			t.Fatalf("after Run stopped: %v, want 2 entries", got)
+		}
+	})
+}
+
+// counter returns the dropped counter with reason from reg.
+func counter(t *testing.T, reg *prometheus.Registry, reason string) prometheus.Collector {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "tend_history_entries_dropped_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if m.GetLabel()[0].GetValue() == reason {
+				c := prometheus.NewCounter(prometheus.CounterOpts{Name: "x"})
+				c.Add(m.GetCounter().GetValue())
+				return c
+			}
+		}
+	}
+	t.Fatalf("no tend_history_entries_dropped_total{reason=%q}", reason)
+	return nil
+}
+
+func TestFieldsBounded(t *testing.T) {
+	b := newStore(t)
+	doc := create(t, b, "gw")
+	rec, _ := history.NewRecorder(b, history.RecorderConfig{})
+	rec.Record(kind, "gw", doc.Meta.UID, history.Entry{Type: history.StepEnded, Error: strings.Repeat("é", history.MaxFieldLen)})
+	rec.Flush(t.Context())
+	e := read(t, b, "gw")[0]
+	if len(e.Error) > history.MaxFieldLen || !strings.HasSuffix(e.Error, "…") {
+		t.Fatalf("error of %d bytes kept, want at most %d ending with …", len(e.Error), history.MaxFieldLen)
+	}
+}
+
+func TestUnknownKind(t *testing.T) {
+	b, _ := memory.New(memory.Config{Kinds: []string{kind}})
+	if _, err := history.NewReader(b).History(t.Context(), kind, "gw"); !errors.Is(err, store.ErrUnknownKind) {
+		t.Fatalf("got %v, want ErrUnknownKind", err)
+	}
+	if _, err := history.NewRecorder(nil, history.RecorderConfig{}); !errors.Is(err, history.ErrInvalidConfig) {
+		t.Fatalf("got %v, want ErrInvalidConfig", err)
+	}
+}
