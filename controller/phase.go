@@ -200,6 +200,12 @@ const (
 	// defectOutcomeLost drops a step's outcome when its status write
 	// conflicts with a write made while the step ran.
 	defectOutcomeLost
+	// defectCheckpointDropped runs a step without storing the checkpoint
+	// of the step done before it: checkpoints ride on later writes.
+	defectCheckpointDropped
+	// defectIDUnstored gives a document's first operation a new id, not the
+	// document's UID, and runs its first step before that id is stored.
+	defectIDUnstored
 )
 
 // Driver is the [Reconciler] of documents governed by a
@@ -528,9 +534,10 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) intent(obj *store.Object[Spec
 type pass int
 
 const (
-	passAgain  pass = iota // decide again on the object as it now is
-	passReread             // a write conflicted: read the object again
-	passEnd                // the reconcile ends with the result and error given
+	passAgain    pass = iota // decide again on the object as it now is
+	passRedecide             // a step's outcome alone was written: decide again on it
+	passReread               // a write conflicted: read the object again
+	passEnd                  // the reconcile ends with the result and error given
 )
 
 func (d *phaseDriver[Spec, Status, PStatus, S, P]) reconcile(ctx context.Context, key string) (Result, error) {
@@ -540,7 +547,10 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) reconcile(ctx context.Context
 	} else {
 		log = nil
 	}
-	var obj *store.Object[Spec, Status]
+	var (
+		obj *store.Object[Spec, Status]
+		w   unwritten[Status, S, P]
+	)
 	conflicts := 0
 	for range maxPasses {
 		if obj == nil {
@@ -552,8 +562,9 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) reconcile(ctx context.Context
 				}
 				return Result{}, err
 			}
+			w = unwritten[Status, S, P]{stored: d.machineStatus(obj), status: obj.Status}
 		}
-		next, p, res, err := d.pass(ctx, log, obj)
+		next, p, res, err := d.pass(ctx, log, obj, &w)
 		switch p {
 		case passEnd:
 			return res, err
@@ -566,13 +577,113 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) reconcile(ctx context.Context
 			obj = next
 		}
 	}
+	if _, p, err := d.flush(ctx, log, obj, &w); p == passReread || p == passEnd {
+		return Result{}, err
+	}
 	return Result{RequeueAfter: d.progress}, nil
+}
+
+// unwritten is what a reconcile decided and has not written yet. The driver
+// writes a status when a crash would need what it holds, and not before:
+// before a step runs, when a step's checkpoint or its operation's id is not
+// stored yet, and when the reconcile ends. So the moves that follow a step
+// done within one reconcile — its operation's completion, on the
+// observations it was judged from, and the next operation's begin with its
+// id — ride on that step's checkpoint write.
+type unwritten[Status any, S, P comparable] struct {
+	stored statemachine.Status[S, P] // the machine's status as stored: last read or written
+	status Status                    // the whole status as stored
+
+	// step is set while the outcome of a step is not stored; atStep is the
+	// status the step left, before is the stored status it started from
+	// (encoded), for recordOver.
+	step   bool
+	atStep Status
+	before []byte
+
+	moves  []move[S, P] // the changes decided since the last write, reported once written
+	atMove int          // how many of moves the step's outcome ends
+}
+
+// move is one decision's change of the machine's status, reported (logged,
+// counted, traced) once it is stored.
+type move[S, P comparable] struct {
+	intent     S
+	read, next statemachine.Status[S, P]
+	now        time.Time
+}
+
+// firstOperation reports whether the stored status was never written by
+// the driver: every status it writes records a generation, and generations
+// start at 1. The first operation of such a document takes the document's
+// UID as its id, stored since the document was created, so beginning it
+// needs no write of its own.
+func (w *unwritten[Status, S, P]) firstOperation() bool { return w.stored.ObservedGeneration == 0 }
+
+// durable reports whether a step of the operation id may run on what is
+// stored: no earlier step's checkpoint is unwritten, and a crash now would
+// begin or resume the same operation, because its id is stored (in the
+// operation, or in the failure a rule resumes it from) or is the document's
+// UID and no status was ever written.
+func (w *unwritten[Status, S, P]) durable(id, uid string, defects defect) bool {
+	switch {
+	case w.step:
+		return defects&defectCheckpointDropped != 0
+	case defects&defectIDUnstored != 0 && w.firstOperation():
+		return true
+	case w.stored.Operation != nil && w.stored.Operation.ID == id:
+		return true
+	case w.stored.Failure != nil && w.stored.Failure.Operation.ID == id:
+		return true
+	}
+	return w.firstOperation() && id == uid && uid != ""
+}
+
+// flush writes obj's status if its machine part differs from the stored
+// one, and reports the moves it stores. It returns obj as written with
+// passAgain, or passReread after a conflict, or passEnd with the error
+// (none when the document is gone). A write that conflicts while it holds
+// a step's outcome records that outcome alone onto the document as it now
+// is (see recordOver) and returns passRedecide: what was decided after the
+// step is dropped, to be decided again on what is stored.
+func (d *phaseDriver[Spec, Status, PStatus, S, P]) flush(ctx context.Context, log *zap.Logger, obj *store.Object[Spec, Status], w *unwritten[Status, S, P]) (_ *store.Object[Spec, Status], _ pass, err error) {
+	if !w.step && d.machineStatus(obj).Equal(w.stored) {
+		w.moves = w.moves[:0]
+		return obj, passAgain, nil
+	}
+	p := passAgain
+	moves := w.moves
+	written, err := d.writeStatus(ctx, obj)
+	if w.step && errors.Is(err, store.ErrConflict) && d.defects&defectOutcomeLost == 0 {
+		at := *obj
+		at.Status = w.atStep
+		moves, p = moves[:w.atMove], passRedecide
+		written, err = d.recordOver(ctx, &at, w.before)
+	}
+	switch {
+	case errors.Is(err, store.ErrConflict):
+		return nil, passReread, err
+	case errors.Is(err, store.ErrNotFound):
+		d.gone(obj.Key)
+		return nil, passEnd, nil
+	case err != nil:
+		return nil, passEnd, err
+	}
+	for _, m := range moves {
+		d.report(ctx, log, written.Key, m.intent, m.read, m.next, m.now)
+	}
+	*w = unwritten[Status, S, P]{stored: d.machineStatus(written), status: written.Status, moves: w.moves[:0]}
+	return written, p, nil
 }
 
 // pass acts on one decision for obj. It returns the object as written (for
 // passAgain), or what the reconcile ends with.
-func (d *phaseDriver[Spec, Status, PStatus, S, P]) pass(ctx context.Context, log *zap.Logger, obj *store.Object[Spec, Status]) (*store.Object[Spec, Status], pass, Result, error) {
+func (d *phaseDriver[Spec, Status, PStatus, S, P]) pass(ctx context.Context, log *zap.Logger, obj *store.Object[Spec, Status], w *unwritten[Status, S, P]) (*store.Object[Spec, Status], pass, Result, error) {
+	// end ends the reconcile once what it decided is stored.
 	end := func(res Result, err error) (*store.Object[Spec, Status], pass, Result, error) {
+		if written, p, ferr := d.flush(ctx, log, obj, w); p != passAgain {
+			return written, p, Result{}, ferr
+		}
 		return nil, passEnd, res, err
 	}
 	if d.final != nil {
@@ -636,17 +747,32 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) pass(ctx context.Context, log
 	d.settledMoves(log, obj.Key, dec, st)
 
 	r := statemachine.Result{Now: now}
-	if d.m.NeedsOperationID(dec) {
+	switch {
+	case !d.m.NeedsOperationID(dec):
+	case dec.Kind == statemachine.Begin && w.firstOperation() && obj.UID != "" && d.defects&defectIDUnstored == 0:
+		r.OperationID = obj.UID
+	default:
 		r.OperationID = d.newID()
 	}
-	var before []byte // the status a step started from
+	var before []byte // the stored status a step started from
 	switch dec.Kind {
 	case statemachine.Nothing:
 		if dec.Final {
 			return d.remove(ctx, obj)
 		}
 	case statemachine.Run:
-		doc, err := d.c.EncodeStatus(obj)
+		if !w.durable(dec.Operation.ID, obj.UID, d.defects) {
+			// Store the operation's id and the earlier step's checkpoint
+			// before the step runs.
+			written, p, err := d.flush(ctx, log, obj, w)
+			if p != passAgain {
+				return written, p, Result{}, err
+			}
+			obj = written
+		}
+		stored := *obj
+		stored.Status = w.status
+		doc, err := d.c.EncodeStatus(&stored)
 		if err != nil {
 			return end(Result{}, err)
 		}
@@ -654,7 +780,7 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) pass(ctx context.Context, log
 		r.Outcome, r.Err = d.run(ctx, obj, dec)
 		if ctx.Err() != nil && r.Outcome != statemachine.Done {
 			// Cancelled (shutdown, timeout, lease lost): record nothing.
-			return end(Result{}, cmp.Or(r.Err, ctx.Err()))
+			return nil, passEnd, Result{}, cmp.Or(r.Err, ctx.Err())
 		}
 		r.Now = time.Now()
 		r.RetryAfter = d.backoff.Delay(dec.Operation.Attempts + 1)
@@ -667,26 +793,19 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) pass(ctx context.Context, log
 	next.ObservedGeneration, next.ObservedDeletion = obj.Generation, obj.Terminating()
 	if !next.Equal(read) {
 		*PStatus(&obj.Status).MachineStatus() = next
-		written, err := d.writeStatus(ctx, obj)
-		if before != nil && errors.Is(err, store.ErrConflict) && d.defects&defectOutcomeLost == 0 {
-			written, err = d.recordOver(ctx, obj, before)
+		w.moves = append(w.moves, move[S, P]{intent: intent, read: read, next: next, now: r.Now})
+		if dec.Kind == statemachine.Run {
+			w.step, w.atStep, w.before, w.atMove = true, obj.Status, before, len(w.moves)
 		}
-		switch {
-		case errors.Is(err, store.ErrConflict):
-			return nil, passReread, Result{}, err
-		case errors.Is(err, store.ErrNotFound):
-			d.gone(obj.Key)
-			return end(Result{}, nil)
-		case err != nil:
-			return end(Result{}, err)
-		}
-		obj = written
-		d.report(ctx, log, obj.Key, intent, read, next, r.Now)
 	}
 	d.metrics.observe(obj.Key, next.Target, next.Phase)
 
 	if next.Failure != nil && next.Phase != dec.Phase && (dec.Kind == statemachine.Run || dec.Kind == statemachine.Expire) {
-		return d.gaveUp(obj, intent, next, r.Err, now)
+		written, p, err := d.flush(ctx, log, obj, w)
+		if p != passAgain {
+			return written, p, Result{}, err
+		}
+		return d.gaveUp(written, intent, next, r.Err, now)
 	}
 	switch dec.Kind {
 	case statemachine.Begin, statemachine.Complete, statemachine.Abort:
