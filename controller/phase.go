@@ -79,7 +79,8 @@ type HasRequests interface {
 
 // Step is the action of one named step of a machine's operation. It is
 // called with the document as last read, and opID, the id of the operation in
-// flight: the same on every retry and persisted before the step first ran,
+// flight: the same on every retry and persisted before the step first ran
+// (a document's first operation takes the document's UID, stored with it),
 // so a non-idempotent action (an upload under {key}/{opID}/…) can key on it.
 //
 // A step must be idempotent: after a crash or a lost status write it runs
@@ -132,7 +133,9 @@ type DriverConfig[Spec, Status any] struct {
 	Finalizer string
 
 	// NewOperationID returns the id of a new operation. Nil means a random
-	// 26-character id (crypto/rand.Text).
+	// 26-character id (crypto/rand.Text). A document's first operation,
+	// begun on a status the driver never wrote, takes the document's UID
+	// instead: it is stored already, so beginning it needs no write.
 	NewOperationID func() string
 
 	// WaitInterval is how long the driver waits before it observes again the
@@ -225,17 +228,22 @@ const (
 //     Before it judges an operation's completion, the observers of the
 //     conditions that completion requires are run and their observations
 //     recorded.
-//  4. Execute: Begin generates an operation id; Run calls the step's action
-//     with the operation's id.
-//  5. Apply the result and write the new status — phase, conditions,
-//     checkpoint, operation id and whatever the step recorded — in ONE
-//     store write conditional on the revision read. A conflict reads the
-//     document again and decides again ([DriverConfig.ConflictRetries]).
+//  4. Execute: Begin generates an operation id (a document's first
+//     operation takes the document's UID); Run calls the step's action with
+//     the operation's id.
+//  5. Apply the result to the status — phase, conditions, checkpoint,
+//     operation id and whatever the step recorded — and write it when a
+//     crash would need it: before the next step runs, if the step before it
+//     or its operation's id is not stored, and when the reconcile ends. Each
+//     write is ONE store write conditional on the revision read; a conflict
+//     reads the document again and decides again
+//     ([DriverConfig.ConflictRetries]).
 //
-// The reconcile goes on deciding after each write that made progress
+// The reconcile goes on deciding after each decision that made progress
 // (begin, a step done, a completion), so a document whose steps are quick
-// converges in one reconcile; Begin is always written before the first step
-// runs. It ends with a result: done when the pair is settled (or held in the
+// converges in one reconcile, and a completion and the next begin ride on
+// the checkpoint of the step before them (the package documentation lists
+// the writes). It ends with a result: done when the pair is settled (or held in the
 // Fault phase for an operator), queued again after
 // [DriverConfig.WaitInterval] while a completion does not hold, after
 // [DriverConfig.ProgressInterval] when a step progressed, an error (retried
@@ -247,7 +255,8 @@ const (
 // Every decision is re-derived from the stored status, so a driver that
 // stops at any point resumes at the first step not recorded done: a step
 // whose Done was lost runs again (steps are idempotent), a step never runs
-// before its operation's id is stored, and no recorded step runs again.
+// before its operation's id is stored and the step before it is
+// checkpointed, and no recorded step runs again.
 //
 // # Failures, bounds and backoff
 //
