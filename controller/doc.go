@@ -68,10 +68,12 @@
 //     the step it interrupted). This is the one checkpoint per step.
 //   - Before a step runs, if its operation's id is not stored: a crash then
 //     resumes the operation under the same id, which a step may key
-//     non-idempotent work on. A document's first operation, begun on a status
-//     the driver never wrote, takes the document's UID as its id
-//     (DriverConfig.NewOperationID names every later one): it is stored since
-//     the document was created, so that begin needs no write of its own.
+//     non-idempotent work on. When the machine's initial phase is
+//     transitional, a document is created in the phase of its first
+//     operation, which a crash before the first status write begins again
+//     whatever the intent: that operation takes the document's UID as its
+//     id (DriverConfig.NewOperationID names the others), stored since the
+//     document was created, so its begin needs no write of its own.
 //   - When the reconcile ends, if the status changed: a failed step's
 //     attempts and retry time (the backoff schedule must survive a restart),
 //     a give-up with its reason, the observations of an operation that waits,

@@ -75,6 +75,7 @@ func Example_tracing() {
 				return ok, "", nil
 			},
 		},
+		NewOperationID: func() string { return "op-1" },
 		TracerProvider: tp,
 	})
 	if err != nil {
@@ -115,7 +116,7 @@ func Example_tracing() {
 	// tend.reconcile tend.controller=bulbs tend.key=hall tend.reconcile.result=success
 	//   event tend.phase_changed tend.transition.from=Dark tend.transition.to=Brightening
 	//   event tend.phase_changed tend.transition.from=Brightening tend.transition.to=Lit
-	//   tend.step tend.kind=Bulb tend.key=hall tend.state=On tend.phase=Brightening tend.step.name=switch_on tend.step.attempt=1 tend.step.outcome=done
+	//   tend.step tend.kind=Bulb tend.key=hall tend.state=On tend.phase=Brightening tend.step.name=switch_on tend.operation.id=op-1 tend.step.attempt=1 tend.step.outcome=done
 	//     power.on
 	//   tend.observe tend.kind=Bulb tend.key=hall tend.phase=Brightening tend.condition.name=lit tend.condition.status=true
 }
@@ -169,13 +170,12 @@ func (s *treeSpan) AddEvent(name string, opts ...trace.EventOption) {
 	s.events = append(s.events, "event "+name+format(cfg.Attributes()))
 }
 
-// format returns " key=value" for each attribute but the reconcile id and
-// the operation id, which differ from run to run (a document's first
-// operation takes the document's UID as its id).
+// format returns " key=value" for each attribute but the reconcile id,
+// which differs from run to run.
 func format(kvs []attribute.KeyValue) string {
 	var b strings.Builder
 	for _, kv := range kvs {
-		if kv.Key != "tend.reconcile.id" && kv.Key != "tend.operation.id" {
+		if kv.Key != "tend.reconcile.id" {
 			fmt.Fprintf(&b, " %s=%s", kv.Key, kv.Value.Emit())
 		}
 	}

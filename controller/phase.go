@@ -80,7 +80,8 @@ type HasRequests interface {
 // Step is the action of one named step of a machine's operation. It is
 // called with the document as last read, and opID, the id of the operation in
 // flight: the same on every retry and persisted before the step first ran
-// (a document's first operation takes the document's UID, stored with it),
+// (the operation of a transitional initial phase takes the document's UID,
+// stored with it),
 // so a non-idempotent action (an upload under {key}/{opID}/…) can key on it.
 //
 // A step must be idempotent: after a crash or a lost status write it runs
@@ -133,9 +134,10 @@ type DriverConfig[Spec, Status any] struct {
 	Finalizer string
 
 	// NewOperationID returns the id of a new operation. Nil means a random
-	// 26-character id (crypto/rand.Text). A document's first operation,
-	// begun on a status the driver never wrote, takes the document's UID
-	// instead: it is stored already, so beginning it needs no write.
+	// 26-character id (crypto/rand.Text). The operation of a transitional
+	// initial phase, begun on a status the driver never wrote, takes the
+	// document's UID instead: it is stored already, so beginning it needs no
+	// write.
 	NewOperationID func() string
 
 	// WaitInterval is how long the driver waits before it observes again the
@@ -228,9 +230,9 @@ const (
 //     Before it judges an operation's completion, the observers of the
 //     conditions that completion requires are run and their observations
 //     recorded.
-//  4. Execute: Begin generates an operation id (a document's first
-//     operation takes the document's UID); Run calls the step's action with
-//     the operation's id.
+//  4. Execute: Begin generates an operation id (the operation of a
+//     transitional initial phase takes the document's UID); Run calls the
+//     step's action with the operation's id.
 //  5. Apply the result to the status — phase, conditions, checkpoint,
 //     operation id and whatever the step recorded — and write it when a
 //     crash would need it: before the next step runs, if the step before it
@@ -600,8 +602,9 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) reconcile(ctx context.Context
 // observations it was judged from, and the next operation's begin with its
 // id — ride on that step's checkpoint write.
 type unwritten[Status any, S, P comparable] struct {
-	stored statemachine.Status[S, P] // the machine's status as stored: last read or written
-	status Status                    // the whole status as stored
+	stored  statemachine.Status[S, P] // the machine's status as stored: last read or written
+	status  Status                    // the whole status as stored
+	encoded []byte                    // status, encoded; nil until needed or written
 
 	// step is set while the outcome of a step is not stored; atStep is the
 	// status the step left, before is the stored status it started from
@@ -624,16 +627,19 @@ type move[S, P comparable] struct {
 
 // firstOperation reports whether the stored status was never written by
 // the driver: every status it writes records a generation, and generations
-// start at 1. The first operation of such a document takes the document's
-// UID as its id, stored since the document was created, so beginning it
+// start at 1. Such a document is in the machine's initial phase; when that
+// phase is transitional, its operation is begun again after any crash
+// before the first write, whatever the intent, so it takes the document's
+// UID as its id, stored since the document was created, and beginning it
 // needs no write of its own.
 func (w *unwritten[Status, S, P]) firstOperation() bool { return w.stored.ObservedGeneration == 0 }
 
 // durable reports whether a step of the operation id may run on what is
 // stored: no earlier step's checkpoint is unwritten, and a crash now would
-// begin or resume the same operation, because its id is stored (in the
-// operation, or in the failure a rule resumes it from) or is the document's
-// UID and no status was ever written.
+// resume the same operation, because it is stored, or it is the initial
+// phase's operation of a document whose status was never written, whose id
+// is the document's UID. An operation a rule begins (or resumes from a
+// failure) is not: after a crash, a changed intent may begin another.
 func (w *unwritten[Status, S, P]) durable(id, uid string, defects defect) bool {
 	switch {
 	case w.step:
@@ -641,8 +647,6 @@ func (w *unwritten[Status, S, P]) durable(id, uid string, defects defect) bool {
 	case defects&defectIDUnstored != 0 && w.firstOperation():
 		return true
 	case w.stored.Operation != nil && w.stored.Operation.ID == id:
-		return true
-	case w.stored.Failure != nil && w.stored.Failure.Operation.ID == id:
 		return true
 	}
 	return w.firstOperation() && id == uid && uid != ""
@@ -662,11 +666,11 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) flush(ctx context.Context, lo
 	}
 	p := passAgain
 	moves := w.moves
-	written, err := d.writeStatus(ctx, obj)
+	written, encoded, err := d.writeEncoded(ctx, obj)
 	if w.step && errors.Is(err, store.ErrConflict) && d.defects&defectOutcomeLost == 0 {
 		at := *obj
 		at.Status = w.atStep
-		moves, p = moves[:w.atMove], passRedecide
+		moves, p, encoded = moves[:w.atMove], passRedecide, nil
 		written, err = d.recordOver(ctx, &at, w.before)
 	}
 	switch {
@@ -681,7 +685,7 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) flush(ctx context.Context, lo
 	for _, m := range moves {
 		d.report(ctx, log, written.Key, m.intent, m.read, m.next, m.now)
 	}
-	*w = unwritten[Status, S, P]{stored: d.machineStatus(written), status: written.Status, moves: w.moves[:0]}
+	*w = unwritten[Status, S, P]{stored: d.machineStatus(written), status: written.Status, encoded: encoded, moves: w.moves[:0]}
 	return written, p, nil
 }
 
@@ -758,7 +762,11 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) pass(ctx context.Context, log
 	r := statemachine.Result{Now: now}
 	switch {
 	case !d.m.NeedsOperationID(dec):
-	case dec.Kind == statemachine.Begin && w.firstOperation() && obj.UID != "" && d.defects&defectIDUnstored == 0:
+	case dec.Kind == statemachine.Begin && dec.Next == dec.Phase && w.firstOperation() && obj.UID != "" && d.defects&defectIDUnstored == 0:
+		// The operation of the initial phase, begun on a status never
+		// written: a crash before the status is written begins it again,
+		// whatever the intent, so the UID, stored with the document, is
+		// all of it a crash needs.
 		r.OperationID = obj.UID
 	default:
 		r.OperationID = d.newID()
@@ -779,13 +787,16 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) pass(ctx context.Context, log
 			}
 			obj = written
 		}
-		stored := *obj
-		stored.Status = w.status
-		doc, err := d.c.EncodeStatus(&stored)
-		if err != nil {
-			return end(Result{}, err)
+		if w.encoded == nil {
+			stored := *obj
+			stored.Status = w.status
+			doc, err := d.c.EncodeStatus(&stored)
+			if err != nil {
+				return end(Result{}, err)
+			}
+			w.encoded = doc.Status
 		}
-		before = doc.Status
+		before = w.encoded
 		r.Outcome, r.Err = d.run(ctx, obj, dec)
 		if ctx.Err() != nil && r.Outcome != statemachine.Done {
 			// Cancelled (shutdown, timeout, lease lost): record nothing.
@@ -992,19 +1003,25 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) unknownIntent(ctx context.Con
 // written is not decoded again: its spec is the one read at that revision
 // and its status the one just written.
 func (d *phaseDriver[Spec, Status, PStatus, S, P]) writeStatus(ctx context.Context, obj *store.Object[Spec, Status]) (*store.Object[Spec, Status], error) {
+	obj, _, err := d.writeEncoded(ctx, obj)
+	return obj, err
+}
+
+// writeEncoded is writeStatus, and returns the status written, encoded.
+func (d *phaseDriver[Spec, Status, PStatus, S, P]) writeEncoded(ctx context.Context, obj *store.Object[Spec, Status]) (*store.Object[Spec, Status], []byte, error) {
 	doc, err := d.c.EncodeStatus(obj)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var stored store.Document
 	if err := d.write(obj.Key, func() (int64, error) {
 		stored, err = d.c.Backend().UpdateStatus(ctx, doc)
 		return stored.Meta.Revision, err
 	}); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	obj.Meta = stored.Meta
-	return obj, nil
+	return obj, doc.Status, nil
 }
 
 // recordOver records the outcome of a step whose status write conflicted:

@@ -152,8 +152,8 @@ func (r *run[Spec, Status, PStatus, S, P]) failed() []string {
 // writeMoves returns the moves of phase one status write may make: along
 // an edge of m, or along a path of edges whose inner phases run no step.
 // The driver decides through such a path without a step to checkpoint, and
-// writes its end (a completion and the next operation's begin ride on the
-// checkpoint of the step before them).
+// writes its end: a completion and the next operation's begin ride on the
+// checkpoint of the step before them.
 func writeMoves[S, P comparable](m *statemachine.Machine[S, P]) map[statemachine.Edge[P]]bool {
 	stepless := map[P]bool{}
 	for _, ps := range m.Definition().Phases {
@@ -407,7 +407,7 @@ func (r *run[Spec, Status, PStatus, S, P]) enter(rep *replica, name string, obj 
 	r.inFlight[obj.Key] = rep.id + 1
 	// The operation a crash now would run the step under: the one stored,
 	// or, while the driver never wrote a status (it records the generation
-	// with each), the first operation, whose id is the document's UID.
+	// with each), the initial phase's, whose id is the document's UID.
 	var ms *statemachine.Status[S, P]
 	if storedErr == nil && stored.UID == obj.UID {
 		ms = status[Spec, Status, PStatus](stored)
