@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"runtime"
 	"sync"
@@ -18,8 +19,9 @@ import (
 	"github.com/tendhq/tend/store"
 )
 
-// convergeDocs is how many documents BenchmarkConverge drives.
-const convergeDocs = 100_000
+// convergeDocs is how many documents BenchmarkConverge drives: 100,000
+// unless -converge.docs says otherwise (for a quick look on a busy machine).
+var convergeDocs = flag.Int("converge.docs", 100_000, "documents BenchmarkConverge drives")
 
 type gwSpec struct {
 	State string `json:"state"`
@@ -77,17 +79,20 @@ func convergeMachine(b *testing.B) *sm.Machine[string, string] {
 // on the memory store, then measures how long one tend controller running a
 // State/Phase driver takes to bring every one from Creating to Started, with
 // steps and observers that return at once (every document: two operations,
-// six steps, ten status writes). Metrics are on. It reports the time to
+// six steps, six status writes). Metrics are on. It reports the time to
 // converge (s/converge), the peak heap in use while converging
 // (peak-heap-MiB, sampled every 10 ms) and the memory obtained from the OS
-// (sys-MiB), and the CPU time used while converging (cpu-s/converge), a
-// figure that stays meaningful on a busy machine. Run it once per
+// (sys-MiB), the CPU time used while converging (cpu-s/converge), a figure
+// that stays meaningful on a busy machine, and the store writes per document
+// (writes/doc, counted by a wrapping store.Backend) with their ratio to the
+// writes per document before the driver combined its writes
+// (writes-vs-before, see [BenchmarkConvergeWrites]). Run it once per
 // measurement:
 //
-//	cd bench && go test -run '^$' -bench Converge -benchtime 1x -count 5 .
+//	cd bench && go test -run '^$' -bench 'Converge$' -benchtime 1x -count 5 .
 func BenchmarkConverge(b *testing.B) {
 	for _, workers := range []int{2, 8} {
-		b.Run(fmt.Sprintf("docs-%d/workers-%d", convergeDocs, workers), func(b *testing.B) {
+		b.Run(fmt.Sprintf("docs-%d/workers-%d", *convergeDocs, workers), func(b *testing.B) {
 			for range b.N {
 				converge(b, workers)
 			}
@@ -100,52 +105,17 @@ func converge(b *testing.B, workers int) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	// The store keeps as many changes as there are documents: converging
-	// writes ten changes per document, and a watch that falls further behind
+	// writes six changes per document, and a watch that falls further behind
 	// than the history relists every document, which on a busy machine
 	// starts a cascade of relists that measures the machine, not the driver.
-	mem, err := memory.New(memory.Config{Kinds: []string{"ApiGateway"}, History: convergeDocs})
+	mem, err := memory.New(memory.Config{Kinds: []string{"ApiGateway"}, History: *convergeDocs})
 	if err != nil {
 		b.Fatal(err)
 	}
-	gws, err := store.NewCollection[gwSpec, gwStatus](mem, "ApiGateway", store.CollectionConfig{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	instant := func(context.Context, *store.Object[gwSpec, gwStatus], string) (sm.Outcome, error) {
-		return sm.Done, nil
-	}
-	holds := func(v bool) controller.Observer[gwSpec, gwStatus] {
-		return func(context.Context, *store.Object[gwSpec, gwStatus]) (bool, string, error) { return v, "", nil }
-	}
-	m := convergeMachine(b)
-	steps := map[string]controller.Step[gwSpec, gwStatus]{}
-	for _, s := range m.Steps() {
-		steps[s] = instant
-	}
-	reg := prometheus.NewRegistry()
-	d, err := controller.NewDriver(gws, m, controller.DriverConfig[gwSpec, gwStatus]{
-		Steps: steps,
-		Observers: map[string]controller.Observer[gwSpec, gwStatus]{
-			"namespace_ready": holds(true), "database_ready": holds(true), "runtime_domain_present": holds(true),
-			"deployment_available": holds(true), "instance_present": holds(false),
-		},
-		MetricsRegisterer: reg,
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	// Count arrivals in Started through the driver's own metric.
-	c, err := controller.New(controller.Config{Name: "gateways", Reconciler: d, Sources: []controller.Source{d.Source()},
-		Workers: workers})
-	if err != nil {
-		b.Fatal(err)
-	}
-	for i := range convergeDocs {
-		obj := &store.Object[gwSpec, gwStatus]{Meta: store.Meta{Key: fmt.Sprintf("team-%d/gw-%d", i%100, i)}, Spec: gwSpec{State: "Running"}}
-		if _, err := gws.Create(ctx, obj); err != nil {
-			b.Fatal(err)
-		}
-	}
+	counted := &countingBackend{Backend: mem}
+	gws, c, reg := gatewayController(b, counted, workers)
+	createGateways(ctx, b, gws, *convergeDocs)
+	counted.writes.Store(0)
 	runtime.GC()
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
@@ -180,11 +150,12 @@ func converge(b *testing.B, workers int) {
 			b.Error(err)
 		}
 	})
-	for started(b, reg) < convergeDocs {
+	for started(b, reg) < *convergeDocs {
 		time.Sleep(5 * time.Millisecond)
 	}
 	elapsed := time.Since(start)
 	cpu := cpuTime(b) - cpu0
+	writes := counted.writes.Load()
 	b.StopTimer()
 	cancel()
 	wg.Wait()
@@ -194,11 +165,64 @@ func converge(b *testing.B, workers int) {
 	var after runtime.MemStats
 	runtime.ReadMemStats(&after)
 	b.ReportMetric(elapsed.Seconds(), "s/converge")
-	b.ReportMetric(float64(convergeDocs)/elapsed.Seconds(), "docs/s")
+	b.ReportMetric(float64(*convergeDocs)/elapsed.Seconds(), "docs/s")
 	b.ReportMetric(cpu.Seconds(), "cpu-s/converge")
 	b.ReportMetric(float64(peak.Load())/(1<<20), "peak-heap-MiB")
 	b.ReportMetric(float64(before.HeapInuse)/(1<<20), "store-heap-MiB")
 	b.ReportMetric(float64(after.Sys)/(1<<20), "sys-MiB")
+	perDoc := float64(writes) / float64(*convergeDocs)
+	b.ReportMetric(perDoc, "writes/doc")
+	b.ReportMetric(perDoc/writesBefore.total(), "writes-vs-before")
+}
+
+// gatewayController returns a controller running a State/Phase driver of
+// the ApiGateway documents of backend over convergeMachine, with steps and
+// observers that return at once and its metrics in the registry returned.
+func gatewayController(b *testing.B, backend store.Backend, workers int) (*store.Collection[gwSpec, gwStatus], *controller.Controller, *prometheus.Registry) {
+	gws, err := store.NewCollection[gwSpec, gwStatus](backend, "ApiGateway", store.CollectionConfig{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	instant := func(context.Context, *store.Object[gwSpec, gwStatus], string) (sm.Outcome, error) {
+		return sm.Done, nil
+	}
+	holds := func(v bool) controller.Observer[gwSpec, gwStatus] {
+		return func(context.Context, *store.Object[gwSpec, gwStatus]) (bool, string, error) { return v, "", nil }
+	}
+	m := convergeMachine(b)
+	steps := map[string]controller.Step[gwSpec, gwStatus]{}
+	for _, s := range m.Steps() {
+		steps[s] = instant
+	}
+	reg := prometheus.NewRegistry()
+	d, err := controller.NewDriver(gws, m, controller.DriverConfig[gwSpec, gwStatus]{
+		Steps: steps,
+		Observers: map[string]controller.Observer[gwSpec, gwStatus]{
+			"namespace_ready": holds(true), "database_ready": holds(true), "runtime_domain_present": holds(true),
+			"deployment_available": holds(true), "instance_present": holds(false),
+		},
+		MetricsRegisterer: reg,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Count arrivals in Started through the driver's own metric.
+	c, err := controller.New(controller.Config{Name: "gateways", Reconciler: d, Sources: []controller.Source{d.Source()},
+		Workers: workers})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return gws, c, reg
+}
+
+// createGateways creates n ApiGateway documents with intent Running.
+func createGateways(ctx context.Context, b *testing.B, gws *store.Collection[gwSpec, gwStatus], n int) {
+	for i := range n {
+		obj := &store.Object[gwSpec, gwStatus]{Meta: store.Meta{Key: fmt.Sprintf("team-%d/gw-%d", i%100, i)}, Spec: gwSpec{State: "Running"}}
+		if _, err := gws.Create(ctx, obj); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 // cpuTime returns the user and system CPU time the process has used: on a

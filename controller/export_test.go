@@ -8,6 +8,9 @@ const (
 	DefectNoBackoff    = defectNoBackoff
 	DefectRequestsLost = defectRequestsLost
 	DefectOutcomeLost  = defectOutcomeLost
+
+	DefectCheckpointDropped = defectCheckpointDropped
+	DefectIDUnstored        = defectIDUnstored
 )
 
 // Planted returns cfg with defect planted in the driver it configures.

@@ -51,11 +51,12 @@ var plantedDriverDefects = []struct {
 	{"a failed step is retried at once", controller.DefectNoBackoff, "before its stored retry time"},
 	{"a request is recorded served without an operation", controller.DefectRequestsLost, "no operation carried it"},
 	{"a step's outcome is lost to a write made while it ran", controller.DefectOutcomeLost, "its backoff allows"},
+	{"a first operation's step runs before its id is stored", controller.DefectIDUnstored, "not the operation stored"},
 }
 
 // The exhaustive search finds each defect planted in the driver, on every
 // run: its depth, 5, exceeds each defect's shortest failing sequence (2
-// actions, 1 and 3) by two or more.
+// actions, 1, 3 and 1) by two or more.
 func TestHarnessFindsDriverDefects(t *testing.T) {
 	for _, tt := range plantedDriverDefects {
 		t.Run(tt.name, func(t *testing.T) {

@@ -80,7 +80,9 @@ type HasRequests interface {
 
 // Step is the action of one named step of a machine's operation. It is
 // called with the document as last read, and opID, the id of the operation in
-// flight: the same on every retry and persisted before the step first ran,
+// flight: the same on every retry and persisted before the step first ran
+// (the operation of a transitional initial phase takes the document's UID,
+// stored with it),
 // so a non-idempotent action (an upload under {key}/{opID}/…) can key on it.
 //
 // A step must be idempotent: after a crash or a lost status write it runs
@@ -133,7 +135,10 @@ type DriverConfig[Spec, Status any] struct {
 	Finalizer string
 
 	// NewOperationID returns the id of a new operation. Nil means a random
-	// 26-character id (crypto/rand.Text).
+	// 26-character id (crypto/rand.Text). The operation of a transitional
+	// initial phase, begun on a status the driver never wrote, takes the
+	// document's UID instead: it is stored already, so beginning it needs no
+	// write.
 	NewOperationID func() string
 
 	// WaitInterval is how long the driver waits before it observes again the
@@ -208,6 +213,12 @@ const (
 	// defectOutcomeLost drops a step's outcome when its status write
 	// conflicts with a write made while the step ran.
 	defectOutcomeLost
+	// defectCheckpointDropped runs a step without storing the checkpoint
+	// of the step done before it: checkpoints ride on later writes.
+	defectCheckpointDropped
+	// defectIDUnstored gives a document's first operation a new id, not the
+	// document's UID, and runs its first step before that id is stored.
+	defectIDUnstored
 )
 
 // Driver is the [Reconciler] of documents governed by a
@@ -227,17 +238,22 @@ const (
 //     Before it judges an operation's completion, the observers of the
 //     conditions that completion requires are run and their observations
 //     recorded.
-//  4. Execute: Begin generates an operation id; Run calls the step's action
-//     with the operation's id.
-//  5. Apply the result and write the new status — phase, conditions,
-//     checkpoint, operation id and whatever the step recorded — in ONE
-//     store write conditional on the revision read. A conflict reads the
-//     document again and decides again ([DriverConfig.ConflictRetries]).
+//  4. Execute: Begin generates an operation id (the operation of a
+//     transitional initial phase takes the document's UID); Run calls the
+//     step's action with the operation's id.
+//  5. Apply the result to the status — phase, conditions, checkpoint,
+//     operation id and whatever the step recorded — and write it when a
+//     crash would need it: before the next step runs, if the step before it
+//     or its operation's id is not stored, and when the reconcile ends. Each
+//     write is ONE store write conditional on the revision read; a conflict
+//     reads the document again and decides again
+//     ([DriverConfig.ConflictRetries]).
 //
-// The reconcile goes on deciding after each write that made progress
+// The reconcile goes on deciding after each decision that made progress
 // (begin, a step done, a completion), so a document whose steps are quick
-// converges in one reconcile; Begin is always written before the first step
-// runs. It ends with a result: done when the pair is settled (or held in the
+// converges in one reconcile, and a completion and the next begin ride on
+// the checkpoint of the step before them (the package documentation lists
+// the writes). It ends with a result: done when the pair is settled (or held in the
 // Fault phase for an operator), queued again after
 // [DriverConfig.WaitInterval] while a completion does not hold, after
 // [DriverConfig.ProgressInterval] when a step progressed, an error (retried
@@ -249,7 +265,8 @@ const (
 // Every decision is re-derived from the stored status, so a driver that
 // stops at any point resumes at the first step not recorded done: a step
 // whose Done was lost runs again (steps are idempotent), a step never runs
-// before its operation's id is stored, and no recorded step runs again.
+// before its operation's id is stored and the step before it is
+// checkpointed, and no recorded step runs again.
 //
 // # Failures, bounds and backoff
 //
@@ -538,9 +555,10 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) intent(obj *store.Object[Spec
 type pass int
 
 const (
-	passAgain  pass = iota // decide again on the object as it now is
-	passReread             // a write conflicted: read the object again
-	passEnd                // the reconcile ends with the result and error given
+	passAgain    pass = iota // decide again on the object as it now is
+	passRedecide             // a step's outcome alone was written: decide again on it
+	passReread               // a write conflicted: read the object again
+	passEnd                  // the reconcile ends with the result and error given
 )
 
 func (d *phaseDriver[Spec, Status, PStatus, S, P]) reconcile(ctx context.Context, key string) (Result, error) {
@@ -550,7 +568,10 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) reconcile(ctx context.Context
 	} else {
 		log = nil
 	}
-	var obj *store.Object[Spec, Status]
+	var (
+		obj *store.Object[Spec, Status]
+		w   unwritten[Status, S, P]
+	)
 	conflicts := 0
 	for range maxPasses {
 		if obj == nil {
@@ -562,9 +583,10 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) reconcile(ctx context.Context
 				}
 				return Result{}, err
 			}
+			w = unwritten[Status, S, P]{stored: d.machineStatus(obj), status: obj.Status}
 		}
 		pctx, plog, sc := d.redacting(ctx, log, obj)
-		next, p, res, err := d.pass(pctx, plog, obj)
+		next, p, res, err := d.pass(pctx, plog, obj, &w)
 		err = sc.Error(err)
 		switch p {
 		case passEnd:
@@ -578,13 +600,116 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) reconcile(ctx context.Context
 			obj = next
 		}
 	}
+	if _, p, err := d.flush(ctx, log, obj, &w); p == passReread || p == passEnd {
+		return Result{}, err
+	}
 	return Result{RequeueAfter: d.progress}, nil
+}
+
+// unwritten is what a reconcile decided and has not written yet. The driver
+// writes a status when a crash would need what it holds, and not before:
+// before a step runs, when a step's checkpoint or its operation's id is not
+// stored yet, and when the reconcile ends. So the moves that follow a step
+// done within one reconcile — its operation's completion, on the
+// observations it was judged from, and the next operation's begin with its
+// id — ride on that step's checkpoint write.
+type unwritten[Status any, S, P comparable] struct {
+	stored  statemachine.Status[S, P] // the machine's status as stored: last read or written
+	status  Status                    // the whole status as stored
+	encoded []byte                    // status, encoded; nil until needed or written
+
+	// step is set while the outcome of a step is not stored; atStep is the
+	// status the step left, before is the stored status it started from
+	// (encoded), for recordOver.
+	step   bool
+	atStep Status
+	before []byte
+
+	moves  []move[S, P] // the changes decided since the last write, reported once written
+	atMove int          // how many of moves the step's outcome ends
+}
+
+// move is one decision's change of the machine's status, reported (logged,
+// counted, traced) once it is stored.
+type move[S, P comparable] struct {
+	intent     S
+	read, next statemachine.Status[S, P]
+	now        time.Time
+}
+
+// firstOperation reports whether the stored status was never written by
+// the driver: every status it writes records a generation, and generations
+// start at 1. Such a document is in the machine's initial phase; when that
+// phase is transitional, its operation is begun again after any crash
+// before the first write, whatever the intent, so it takes the document's
+// UID as its id, stored since the document was created, and beginning it
+// needs no write of its own.
+func (w *unwritten[Status, S, P]) firstOperation() bool { return w.stored.ObservedGeneration == 0 }
+
+// durable reports whether a step of the operation id may run on what is
+// stored: no earlier step's checkpoint is unwritten, and a crash now would
+// resume the same operation, because it is stored, or it is the initial
+// phase's operation of a document whose status was never written, whose id
+// is the document's UID. An operation a rule begins (or resumes from a
+// failure) is not: after a crash, a changed intent may begin another.
+func (w *unwritten[Status, S, P]) durable(id, uid string, defects defect) bool {
+	switch {
+	case w.step:
+		return defects&defectCheckpointDropped != 0
+	case defects&defectIDUnstored != 0 && w.firstOperation():
+		return true
+	case w.stored.Operation != nil && w.stored.Operation.ID == id:
+		return true
+	}
+	return w.firstOperation() && id == uid && uid != ""
+}
+
+// flush writes obj's status if its machine part differs from the stored
+// one, and reports the moves it stores. It returns obj as written with
+// passAgain, or passReread after a conflict, or passEnd with the error
+// (none when the document is gone). A write that conflicts while it holds
+// a step's outcome records that outcome alone onto the document as it now
+// is (see recordOver) and returns passRedecide: what was decided after the
+// step is dropped, to be decided again on what is stored.
+func (d *phaseDriver[Spec, Status, PStatus, S, P]) flush(ctx context.Context, log *zap.Logger, obj *store.Object[Spec, Status], w *unwritten[Status, S, P]) (_ *store.Object[Spec, Status], _ pass, err error) {
+	if !w.step && d.machineStatus(obj).Equal(w.stored) {
+		w.moves = w.moves[:0]
+		return obj, passAgain, nil
+	}
+	p := passAgain
+	moves := w.moves
+	written, encoded, err := d.writeEncoded(ctx, obj)
+	if w.step && errors.Is(err, store.ErrConflict) && d.defects&defectOutcomeLost == 0 {
+		at := *obj
+		at.Status = w.atStep
+		moves, p, encoded = moves[:w.atMove], passRedecide, nil
+		written, err = d.recordOver(ctx, &at, w.before)
+	}
+	switch {
+	case errors.Is(err, store.ErrConflict):
+		return nil, passReread, err
+	case errors.Is(err, store.ErrNotFound):
+		d.gone(obj.Key)
+		return nil, passEnd, nil
+	case err != nil:
+		return nil, passEnd, err
+	}
+	for _, m := range moves {
+		d.report(ctx, log, written.Key, m.intent, m.read, m.next, m.now)
+		d.recordStatus(ctx, written, m.intent, m.read, m.next, m.now)
+	}
+	*w = unwritten[Status, S, P]{stored: d.machineStatus(written), status: written.Status, encoded: encoded, moves: w.moves[:0]}
+	return written, p, nil
 }
 
 // pass acts on one decision for obj. It returns the object as written (for
 // passAgain), or what the reconcile ends with.
-func (d *phaseDriver[Spec, Status, PStatus, S, P]) pass(ctx context.Context, log *zap.Logger, obj *store.Object[Spec, Status]) (*store.Object[Spec, Status], pass, Result, error) {
+func (d *phaseDriver[Spec, Status, PStatus, S, P]) pass(ctx context.Context, log *zap.Logger, obj *store.Object[Spec, Status], w *unwritten[Status, S, P]) (*store.Object[Spec, Status], pass, Result, error) {
+	// end ends the reconcile once what it decided is stored.
 	end := func(res Result, err error) (*store.Object[Spec, Status], pass, Result, error) {
+		if written, p, ferr := d.flush(ctx, log, obj, w); p != passAgain {
+			return written, p, Result{}, ferr
+		}
 		return nil, passEnd, res, err
 	}
 	if d.final != nil {
@@ -649,25 +774,47 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) pass(ctx context.Context, log
 	d.recordSettled(ctx, obj, dec, st)
 
 	r := statemachine.Result{Now: now}
-	if d.m.NeedsOperationID(dec) {
+	switch {
+	case !d.m.NeedsOperationID(dec):
+	case dec.Kind == statemachine.Begin && dec.Next == dec.Phase && w.firstOperation() && obj.UID != "" && d.defects&defectIDUnstored == 0:
+		// The operation of the initial phase, begun on a status never
+		// written: a crash before the status is written begins it again,
+		// whatever the intent, so the UID, stored with the document, is
+		// all of it a crash needs.
+		r.OperationID = obj.UID
+	default:
 		r.OperationID = d.newID()
 	}
-	var before []byte // the status a step started from
+	var before []byte // the stored status a step started from
 	switch dec.Kind {
 	case statemachine.Nothing:
 		if dec.Final {
 			return d.remove(ctx, obj)
 		}
 	case statemachine.Run:
-		doc, err := d.c.EncodeStatus(obj)
-		if err != nil {
-			return end(Result{}, err)
+		if !w.durable(dec.Operation.ID, obj.UID, d.defects) {
+			// Store the operation's id and the earlier step's checkpoint
+			// before the step runs.
+			written, p, err := d.flush(ctx, log, obj, w)
+			if p != passAgain {
+				return written, p, Result{}, err
+			}
+			obj = written
 		}
-		before = doc.Status
+		if w.encoded == nil {
+			stored := *obj
+			stored.Status = w.status
+			doc, err := d.c.EncodeStatus(&stored)
+			if err != nil {
+				return end(Result{}, err)
+			}
+			w.encoded = doc.Status
+		}
+		before = w.encoded
 		r.Outcome, r.Err = d.run(ctx, obj, dec)
 		if ctx.Err() != nil && r.Outcome != statemachine.Done {
 			// Cancelled (shutdown, timeout, lease lost): record nothing.
-			return end(Result{}, cmp.Or(r.Err, ctx.Err()))
+			return nil, passEnd, Result{}, cmp.Or(r.Err, ctx.Err())
 		}
 		r.Now = time.Now()
 		r.RetryAfter = d.backoff.Delay(dec.Operation.Attempts + 1)
@@ -680,27 +827,19 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) pass(ctx context.Context, log
 	next.ObservedGeneration, next.ObservedDeletion = obj.Generation, obj.Terminating()
 	if !next.Equal(read) {
 		*PStatus(&obj.Status).MachineStatus() = next
-		written, err := d.writeStatus(ctx, obj)
-		if before != nil && errors.Is(err, store.ErrConflict) && d.defects&defectOutcomeLost == 0 {
-			written, err = d.recordOver(ctx, obj, before)
+		w.moves = append(w.moves, move[S, P]{intent: intent, read: read, next: next, now: r.Now})
+		if dec.Kind == statemachine.Run {
+			w.step, w.atStep, w.before, w.atMove = true, obj.Status, before, len(w.moves)
 		}
-		switch {
-		case errors.Is(err, store.ErrConflict):
-			return nil, passReread, Result{}, err
-		case errors.Is(err, store.ErrNotFound):
-			d.gone(obj.Key)
-			return end(Result{}, nil)
-		case err != nil:
-			return end(Result{}, err)
-		}
-		obj = written
-		d.report(ctx, log, obj.Key, intent, read, next, r.Now)
-		d.recordStatus(ctx, obj, intent, read, next, r.Now)
 	}
 	d.metrics.observe(obj.Key, next.Target, next.Phase)
 
 	if next.Failure != nil && next.Phase != dec.Phase && (dec.Kind == statemachine.Run || dec.Kind == statemachine.Expire) {
-		return d.gaveUp(obj, intent, next, r.Err, now)
+		written, p, err := d.flush(ctx, log, obj, w)
+		if p != passAgain {
+			return written, p, Result{}, err
+		}
+		return d.gaveUp(written, intent, next, r.Err, now)
 	}
 	switch dec.Kind {
 	case statemachine.Begin, statemachine.Complete, statemachine.Abort:
@@ -879,19 +1018,25 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) unknownIntent(ctx context.Con
 // written is not decoded again: its spec is the one read at that revision
 // and its status the one just written.
 func (d *phaseDriver[Spec, Status, PStatus, S, P]) writeStatus(ctx context.Context, obj *store.Object[Spec, Status]) (*store.Object[Spec, Status], error) {
+	obj, _, err := d.writeEncoded(ctx, obj)
+	return obj, err
+}
+
+// writeEncoded is writeStatus, and returns the status written, encoded.
+func (d *phaseDriver[Spec, Status, PStatus, S, P]) writeEncoded(ctx context.Context, obj *store.Object[Spec, Status]) (*store.Object[Spec, Status], []byte, error) {
 	doc, err := d.c.EncodeStatus(obj)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var stored store.Document
 	if err := d.write(obj.Key, func() (int64, error) {
 		stored, err = d.c.Backend().UpdateStatus(ctx, doc)
 		return stored.Meta.Revision, err
 	}); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	obj.Meta = stored.Meta
-	return obj, nil
+	return obj, doc.Status, nil
 }
 
 // recordOver records the outcome of a step whose status write conflicted:

@@ -311,6 +311,21 @@ func newGWFixtureOn(t testing.TB, mem *memory.Store, b store.Backend) *gwFixture
 	return &gwFixture{mem: mem, coll: coll, world: newGWWorld(), m: gatewayMachine(t)}
 }
 
+// runsUnder returns the id of the operation a step of obj, as stored, runs
+// under: the stored operation's, or for a document whose status the driver
+// never wrote (it records the generation with every status), the
+// document's UID, which its first operation takes. It is empty when no
+// operation is stored.
+func runsUnder(obj *gwObject) string {
+	switch {
+	case obj.Status.Operation != nil:
+		return obj.Status.Operation.ID
+	case obj.Status.ObservedGeneration == 0:
+		return obj.UID
+	}
+	return ""
+}
+
 // counterIDs returns an operation id generator counting op-1, op-2, …
 func counterIDs() func() string {
 	var mu sync.Mutex

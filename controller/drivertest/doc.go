@@ -58,10 +58,13 @@
 //
 // On every run, with no user code:
 //
-//   - the phase moves only along the machine's edges (checked on every
-//     write, through the store's watch);
-//   - a step runs only under the operation id stored before it, and never
-//     before the retry time its last failure stored (unless the spec
+//   - the phase moves only along the machine's edges, or in one write
+//     along a path of them through phases that run no step (checked on
+//     every write, through the store's watch);
+//   - a step runs only under the operation id stored, read from the store
+//     as the step starts (before the first status write, the document's
+//     UID, which the operation of a transitional initial phase takes), and
+//     never before the retry time its last failure stored (unless the spec
 //     changed since); a step that keeps failing is called no more often than
 //     the driver's backoff allows: a hot loop fails at once;
 //   - no two step calls of one document overlap, on one replica or two;

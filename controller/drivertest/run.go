@@ -55,7 +55,7 @@ type run[Spec controller.HasIntent[S], Status any, PStatus interface {
 	coll    *store.Collection[Spec, Status] // the user's view of the store
 	client  *controller.Driver[Spec, Status]
 	backoff workqueue.Backoff
-	edges   map[statemachine.Edge[P]]bool
+	edges   map[statemachine.Edge[P]]bool // the moves one status write may make
 	final   *S
 	moot    map[string]bool // requests that some phase declares moot
 	logf    func(format string, args ...any)
@@ -121,10 +121,8 @@ func newRun[Spec controller.HasIntent[S], Status any, PStatus interface {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	r.backoff = cmp.Or[workqueue.Backoff](r.world.Driver.Backoff, workqueue.DefaultBackoff())
-	for _, e := range cfg.Machine.Edges() {
-		r.edges[e] = true
-	}
 	def := cfg.Machine.Definition()
+	r.edges = writeMoves(cfg.Machine)
 	for _, s := range def.Settled {
 		if s.Final {
 			r.final = &s.State
@@ -151,6 +149,40 @@ func (r *run[Spec, Status, PStatus, S, P]) failed() []string {
 }
 
 // status returns the machine's part of obj's status.
+// writeMoves returns the moves of phase one status write may make: along
+// an edge of m, or along a path of edges whose inner phases run no step.
+// The driver decides through such a path without a step to checkpoint, and
+// writes its end: a completion and the next operation's begin ride on the
+// checkpoint of the step before them.
+func writeMoves[S, P comparable](m *statemachine.Machine[S, P]) map[statemachine.Edge[P]]bool {
+	stepless := map[P]bool{}
+	for _, ps := range m.Definition().Phases {
+		stepless[ps.Phase] = len(ps.Steps) == 0
+	}
+	next := map[P][]P{}
+	for _, e := range m.Edges() {
+		next[e.From] = append(next[e.From], e.To)
+	}
+	moves := map[statemachine.Edge[P]]bool{}
+	for from := range next {
+		seen := map[P]bool{}
+		todo := slices.Clone(next[from])
+		for len(todo) > 0 {
+			p := todo[0]
+			todo = todo[1:]
+			if seen[p] {
+				continue
+			}
+			seen[p] = true
+			moves[statemachine.Edge[P]{From: from, To: p}] = true
+			if stepless[p] {
+				todo = append(todo, next[p]...)
+			}
+		}
+	}
+	return moves
+}
+
 func status[Spec any, Status any, PStatus interface {
 	*Status
 	controller.HasMachineStatus[S, P]
@@ -364,7 +396,7 @@ func (r *run[Spec, Status, PStatus, S, P]) step(rep *replica, name string, step 
 // suffer (kind doIntent: none), and whether someone else writes the
 // document's labels during it.
 func (r *run[Spec, Status, PStatus, S, P]) enter(rep *replica, name string, obj *store.Object[Spec, Status], opID string, now time.Time) (action[S], bool) {
-	ms := status[Spec, Status, PStatus](obj)
+	stored, storedErr := r.coll.Get(r.ctx, obj.Key)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	fail := func(format string, args ...any) { r.problems = append(r.problems, fmt.Sprintf(format, args...)) }
@@ -373,13 +405,22 @@ func (r *run[Spec, Status, PStatus, S, P]) enter(rep *replica, name string, obj 
 			name, opID, rep.id, r.inFlight[obj.Key]-1)
 	}
 	r.inFlight[obj.Key] = rep.id + 1
-	op := ms.Operation
+	// The operation a crash now would run the step under: the one stored,
+	// or, while the driver never wrote a status (it records the generation
+	// with each), the initial phase's, whose id is the document's UID.
+	var ms *statemachine.Status[S, P]
+	if storedErr == nil && stored.UID == obj.UID {
+		ms = status[Spec, Status, PStatus](stored)
+	}
 	switch {
-	case op == nil || op.ID != opID:
-		fail("step %q ran under operation %s, which is not the operation stored (%+v)", name, opID, op)
-	case !op.RetryAt.IsZero() && now.Before(op.RetryAt) && obj.Generation == ms.ObservedGeneration && obj.Terminating() == ms.ObservedDeletion:
+	case ms == nil: // removed meanwhile: nothing to check against
+	case ms.Operation == nil && ms.ObservedGeneration == 0 && opID == stored.UID:
+	case ms.Operation == nil || ms.Operation.ID != opID:
+		fail("step %q ran under operation %s, which is not the operation stored (%+v)", name, opID, ms.Operation)
+	case !ms.Operation.RetryAt.IsZero() && now.Before(ms.Operation.RetryAt) &&
+		stored.Generation == ms.ObservedGeneration && stored.Terminating() == ms.ObservedDeletion:
 		fail("step %q of %s ran at %v, before its stored retry time %v, with no change of spec since",
-			name, opID, now.Format(time.StampMilli), op.RetryAt.Format(time.StampMilli))
+			name, opID, now.Format(time.StampMilli), ms.Operation.RetryAt.Format(time.StampMilli))
 	}
 	if s := r.streak; s != nil && s.op == opID && s.step == name && s.generation == obj.Generation && s.terminating == obj.Terminating() {
 		s.calls++

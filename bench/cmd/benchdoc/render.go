@@ -36,6 +36,10 @@ func unitOf(name string) unit {
 		return unit{func(v float64) string { return ratio(v) + "×" }, "more", "less"}
 	case name == "ns/delivery":
 		return unit{duration, "faster", "slower"}
+	case strings.HasSuffix(name, "/doc"):
+		return unit{func(v float64) string { return fmt.Sprintf("%.2f", v) }, "fewer", "more"}
+	case name == "writes-vs-before":
+		return unit{func(v float64) string { return fmt.Sprintf("%.2f", v) }, "lower", "higher"}
 	case name == "writes/converge":
 		return unit{func(v float64) string { return fmt.Sprintf("%.0f", v) }, "fewer", "more"}
 	case name == "overhead":
