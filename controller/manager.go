@@ -170,9 +170,9 @@ type Manager struct {
 	stuckAfter  time.Duration // 0 when reconciles are never reported stuck
 	onChange    func(Leadership)
 	informers   *informer.Factory // nil when the sources watch on their own
-	log         *zap.Logger     // nil when logging is off
-	metrics     *managerMetrics // nil when metrics are off
-	notify      chan struct{}   // capacity 1: the leadership may have changed
+	log         *zap.Logger       // nil when logging is off
+	metrics     *managerMetrics   // nil when metrics are off
+	notify      chan struct{}     // capacity 1: the leadership may have changed
 
 	state    atomic.Int32            // stateIdle, stateRunning or stateStopping
 	leading  atomic.Pointer[held]    // the leader lease while this replica leads
