@@ -8,6 +8,7 @@ const (
 	DefectNoBackoff    = defectNoBackoff
 	DefectRequestsLost = defectRequestsLost
 	DefectOutcomeLost  = defectOutcomeLost
+	DefectNoGate       = defectNoGate
 )
 
 // Planted returns cfg with defect planted in the driver it configures.
