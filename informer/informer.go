@@ -118,7 +118,8 @@ func (i *Informer) Kind() string { return i.kind }
 // cache and the subscribers up to date, until ctx ends; it then returns nil.
 //
 // When the store no longer holds the history the watch needs
-// (store.ErrCompacted) it lists again at once and delivers the differences
+// (store.ErrCompacted) it lists again (at once, unless nothing was received
+// since the last list) and delivers the differences
 // between the cache and the new list as changes: a document that appeared,
 // changed or disappeared meanwhile. When the watch fell behind
 // (store.ErrWatchLagged) it watches again at once from the last revision it
@@ -145,19 +146,25 @@ func (i *Informer) Run(ctx context.Context) error {
 	}
 	i.mu.Unlock()
 	listed, failures := false, 0 // every run starts with a list
+	// quiet: the last list was made after a compaction, and its watch has
+	// received nothing since.
+	quiet := false
 	for {
 		var err error
 		if !listed {
 			var res store.ListResult
 			if res, err = i.lw.List(ctx, i.kind, store.ListOptions{}); err == nil {
 				i.replace(res)
-				listed, failures = true, 0
+				listed = true
 			}
 		}
 		if listed {
 			var w store.Watch
 			if w, err = i.lw.Watch(ctx, i.kind, i.Revision()); err == nil {
-				err = i.follow(ctx, w, &failures)
+				var received bool
+				if received, err = i.follow(ctx, w); received {
+					failures, quiet = 0, false
+				}
 				_ = w.Close()
 			}
 		}
@@ -165,8 +172,14 @@ func (i *Informer) Run(ctx context.Context) error {
 		case ctx.Err() != nil:
 			return nil
 		case errors.Is(err, store.ErrCompacted):
+			// List again at once, unless the watch of a list made after a
+			// compaction received nothing before it too was compacted:
+			// then back off.
 			listed = false
-			continue
+			if !quiet {
+				quiet = true
+				continue
+			}
 		case errors.Is(err, store.ErrWatchLagged):
 			continue
 		case fatal(err):
@@ -184,14 +197,15 @@ func (i *Informer) Run(ctx context.Context) error {
 	}
 }
 
-// follow applies each event of w until it fails.
-func (i *Informer) follow(ctx context.Context, w store.Watch, failures *int) error {
+// follow applies each event of w until it fails, and reports whether it
+// received any.
+func (i *Informer) follow(ctx context.Context, w store.Watch) (received bool, err error) {
 	for {
 		ev, err := w.Next(ctx)
 		if err != nil {
-			return err
+			return received, err
 		}
-		*failures = 0
+		received = true
 		i.apply(ev)
 	}
 }

@@ -441,3 +441,52 @@ func TestFactoryOneWatchPerKind(t *testing.T) {
 		}
 	})
 }
+
+// alwaysCompacted is a store whose every watch finds its history gone.
+type alwaysCompacted struct {
+	*memory.Store
+	mu    sync.Mutex // guards lists
+	lists int
+}
+
+func (s *alwaysCompacted) List(ctx context.Context, kind string, opts store.ListOptions) (store.ListResult, error) {
+	s.mu.Lock()
+	s.lists++
+	s.mu.Unlock()
+	return s.Store.List(ctx, kind, opts)
+}
+
+func (s *alwaysCompacted) Watch(context.Context, string, int64) (store.Watch, error) {
+	return nil, store.ErrCompacted
+}
+
+func (s *alwaysCompacted) listed() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lists
+}
+
+// A compaction lists again at once, but a store that compacts every watch
+// before it receives anything is listed again only after the backoff.
+func TestRepeatedCompactionBacksOff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &alwaysCompacted{Store: newStore(t)}
+		inf, err := informer.New(s, "Widget", informer.Config{Backoff: func(int) time.Duration { return time.Second }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop := run(t, inf)
+		synctest.Wait()
+		if n := s.listed(); n != 2 {
+			t.Errorf("%d lists at once, want 2 (the first, and one after the compaction)", n)
+		}
+		time.Sleep(10*time.Second + time.Millisecond)
+		synctest.Wait()
+		if n := s.listed(); n != 12 {
+			t.Errorf("%d lists after 10 s of 1 s backoffs, want 12", n)
+		}
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
