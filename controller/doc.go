@@ -113,9 +113,12 @@
 // A [Source] queues keys through an [Enqueuer]; [Controller.Run] starts each
 // one. The package provides:
 //
-//   - [Kind]: every document of a kind. It lists, then watches from the
-//     list's revision; it lists again when the store compacted the history
-//     it needs, and resumes from the last revision when its watch fell behind.
+//   - [Kind]: every document of a kind, from an informer (package
+//     informer): each document of its cache when the source starts, then
+//     each change. The informer lists, then watches from the list's
+//     revision; it lists again when the store compacted the history it
+//     needs (and reports what changed meanwhile), and resumes from the last
+//     revision when its watch failed.
 //   - [Owns]: for each document of a dependent kind, the key of its
 //     controlling owner (the owner reference with Controller set and the
 //     given owner kind).
@@ -126,6 +129,22 @@
 //
 // [SourceFunc] adapts a function for anything else. The reason a source
 // gives is logged at debug level when the key is queued.
+//
+// # One watch per kind, and reads from the cache
+//
+// Give the watching sources an informer.Factory (one per store and
+// process) instead of the store, set it as [ManagerConfig.Informers] so the
+// Manager runs it, and as DriverConfig.Informers so drivers read from its
+// cache: however many controllers follow a kind, the store sees one watch,
+// and a reconcile reads its document from the cache. Each driver read waits
+// until the cache shows the last write that driver made to the document
+// (expectations.Gate), so a reconcile never acts on a view older than its
+// own writes:
+//
+//	f, _ := informer.NewFactory(backend, informer.FactoryConfig{})
+//	drv, _ := controller.NewDriver(gateways, machine, controller.DriverConfig[Spec, Status]{Informers: f, ...})
+//	ctrl, _ := controller.New(controller.Config{Sources: []controller.Source{drv.Source(), controller.Owns(f, "Route", "Gateway")}, ...})
+//	mgr, _ := controller.NewManager(controller.ManagerConfig{Controllers: []*controller.Controller{ctrl}, Informers: f})
 //
 // # Running and stopping
 //

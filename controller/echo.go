@@ -1,6 +1,10 @@
 package controller
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/tendhq/tend/expectations"
+)
 
 // echoes recognises the watch events of a driver's own writes, so that they
 // do not queue the document again: the driver already decided what comes
@@ -12,9 +16,13 @@ import "sync"
 // its read already included. An event that arrives while one of the
 // driver's writes to the key is in flight cannot be told apart yet: it is
 // held, and queued once the write returns if it turns out newer than it.
+//
+// When the driver reads from a cache, gate records each write's revision, so
+// that the next read waits until the cache shows it.
 type echoes struct {
 	mu   sync.Mutex // guards keys
 	keys map[string]*echo
+	gate *expectations.Gate[string] // nil when the driver reads the store
 }
 
 // echo is what echoes knows of one key.
@@ -46,6 +54,9 @@ func (e *echoes) write(key string, do func() (int64, error)) error {
 	k.writing--
 	if err == nil {
 		k.own = max(k.own, revision)
+		if e.gate != nil {
+			e.gate.Wrote(key, revision)
+		}
 	}
 	var requeue func()
 	if k.writing == 0 && k.held > k.own {
@@ -85,4 +96,7 @@ func (e *echoes) forget(key string) {
 	e.mu.Lock()
 	delete(e.keys, key)
 	e.mu.Unlock()
+	if e.gate != nil {
+		e.gate.Forget(key)
+	}
 }

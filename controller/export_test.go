@@ -11,6 +11,7 @@ const (
 
 	DefectCheckpointDropped = defectCheckpointDropped
 	DefectIDUnstored        = defectIDUnstored
+	DefectNoGate            = defectNoGate
 )
 
 // Planted returns cfg with defect planted in the driver it configures.

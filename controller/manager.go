@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/tendhq/tend/informer"
 	"github.com/tendhq/tend/store"
 )
 
@@ -131,6 +132,15 @@ type ManagerConfig struct {
 	// [DefaultStuckReconcileAfter]; a negative value turns the check off.
 	StuckReconcileAfter time.Duration
 
+	// Informers, when set, is the process's informer factory (one per
+	// store) that the controllers' sources and drivers share: give it as the
+	// ListWatcher of [Kind], [Owns] and [Watches] and as
+	// DriverConfig.Informers, and each kind is watched once however many
+	// controllers follow it. Run runs it for as long as it runs, in every
+	// mode, so that a standby replica keeps its cache warm; the controllers
+	// stop before it does. Nil means the sources watch on their own.
+	Informers *informer.Factory
+
 	// OnLeadershipChange, when set, is called with this replica's
 	// [Leadership] each time it changes: the lead taken or lost, a shard
 	// taken, lost or given up, and Run starting or stopping in Single mode.
@@ -159,9 +169,10 @@ type Manager struct {
 	unfenced    bool
 	stuckAfter  time.Duration // 0 when reconciles are never reported stuck
 	onChange    func(Leadership)
-	log         *zap.Logger     // nil when logging is off
-	metrics     *managerMetrics // nil when metrics are off
-	notify      chan struct{}   // capacity 1: the leadership may have changed
+	informers   *informer.Factory // nil when the sources watch on their own
+	log         *zap.Logger       // nil when logging is off
+	metrics     *managerMetrics   // nil when metrics are off
+	notify      chan struct{}     // capacity 1: the leadership may have changed
 
 	state    atomic.Int32            // stateIdle, stateRunning or stateStopping
 	leading  atomic.Pointer[held]    // the leader lease while this replica leads
@@ -202,6 +213,7 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 		shards:      orDefault(cfg.Shards, DefaultShards),
 		unfenced:    cfg.Unfenced,
 		onChange:    cfg.OnLeadershipChange,
+		informers:   cfg.Informers,
 		notify:      make(chan struct{}, 1),
 	}
 	if cfg.Leaser != nil {
@@ -281,6 +293,16 @@ func (m *Manager) Run(ctx context.Context) error {
 	}
 	m.changed()
 
+	var informers sync.WaitGroup
+	endInformers := func() {}
+	if m.informers != nil {
+		var infCtx context.Context
+		infCtx, endInformers = context.WithCancel(context.WithoutCancel(ctx))
+		// An informer's failure reaches the sources that subscribe to it,
+		// which stop their controllers: it is reported there.
+		informers.Go(func() { _ = m.informers.Run(infCtx) })
+	}
+
 	var err error
 	switch m.mode {
 	case LeaderElection:
@@ -291,6 +313,8 @@ func (m *Manager) Run(ctx context.Context) error {
 		err = m.runAll(ctx, context.WithoutCancel(ctx), nil)
 	}
 
+	endInformers()
+	informers.Wait()
 	if !watch() {
 		<-stopped
 	}

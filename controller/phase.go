@@ -20,6 +20,7 @@ import (
 
 	"github.com/tendhq/tend/finalizer"
 	"github.com/tendhq/tend/history"
+	"github.com/tendhq/tend/informer"
 	"github.com/tendhq/tend/statemachine"
 	"github.com/tendhq/tend/store"
 	"github.com/tendhq/tend/workqueue"
@@ -194,6 +195,17 @@ type DriverConfig[Spec, Status any] struct {
 	// means no history.
 	History *history.Recorder
 
+	// Informers, when set, is the process's informer factory over the
+	// collection's backend: the driver reads each document from the
+	// factory's cache of its kind instead of the store, and its
+	// [Driver.Source] shares that informer's watch. Each read waits until the
+	// cache shows the last write the driver made to the document (a
+	// read-your-writes gate, expectations.Gate), so a reconcile never acts on
+	// a view older than its own writes; a read after a write conflict goes
+	// to the store. The factory must run while the driver does (see
+	// [ManagerConfig.Informers]). Nil means every read goes to the store.
+	Informers *informer.Factory
+
 	// defects are faults planted by this package's tests, to prove that a
 	// harness catches them. Never set outside those tests.
 	defects defect
@@ -219,6 +231,9 @@ const (
 	// defectIDUnstored gives a document's first operation a new id, not the
 	// document's UID, and runs its first step before that id is stored.
 	defectIDUnstored
+	// defectNoGate reads the informer's cache without waiting for it to
+	// show the driver's own writes.
+	defectNoGate
 )
 
 // Driver is the [Reconciler] of documents governed by a
@@ -318,6 +333,7 @@ const (
 type Driver[Spec, Status any] struct {
 	impl driverImpl[Spec, Status]
 	coll *store.Collection[Spec, Status]
+	lw   ListWatcher // what Source watches: DriverConfig.Informers, or the backend
 }
 
 // driverImpl is the part of a Driver that depends on the machine's types.
@@ -400,6 +416,11 @@ func NewDriver[Spec HasIntent[S], Status any, PStatus interface {
 	if d.backoff == nil {
 		d.backoff = workqueue.DefaultBackoff()
 	}
+	if cfg.Informers != nil {
+		if err := d.useCache(cfg.Informers); err != nil {
+			return nil, err
+		}
+	}
 	if d.newID == nil {
 		d.newID = rand.Text
 	}
@@ -413,7 +434,7 @@ func NewDriver[Spec HasIntent[S], Status any, PStatus interface {
 		}
 		d.metrics = pm
 	}
-	return &Driver[Spec, Status]{impl: d, coll: c}, nil
+	return &Driver[Spec, Status]{impl: d, coll: c, lw: d.listWatcher()}, nil
 }
 
 // mismatched pairs the names a machine declares with the names a config
@@ -443,7 +464,8 @@ func (d *Driver[Spec, Status]) Reconcile(ctx context.Context, key string) (Resul
 
 // Source returns the source that queues the key of every document of the
 // driver's kind, added, changed or deleted: [Kind] over the collection's
-// backend, less the driver's own writes. A change this driver wrote (its
+// backend (or over DriverConfig.Informers, sharing its watch), less the
+// driver's own writes. A change this driver wrote (its
 // status writes, its finalizer) does not queue the document again: the
 // driver already decided what comes next, and asked for it. A write by
 // anyone else (a user, an operator, another replica) queues it as usual, and
@@ -452,7 +474,7 @@ func (d *Driver[Spec, Status]) Reconcile(ctx context.Context, key string) (Resul
 // Add [Owns] for the kinds whose documents the driver's steps create or
 // retire, so a change to one of them queues its owner.
 func (d *Driver[Spec, Status]) Source() Source {
-	return newWatchSource(d.coll.Backend(), d.coll.Kind(), d.coll.Kind(), func(e Enqueuer, doc *store.Document, listed bool, reason string) {
+	return newWatchSource(d.lw, d.coll.Kind(), d.coll.Kind(), func(e Enqueuer, doc *store.Document, listed bool, reason string) {
 		key := doc.Meta.Key
 		// A listed document is always queued: a list starts (or restarts)
 		// a controller whose queue holds nothing, not even the requeue its
@@ -503,6 +525,8 @@ type phaseDriver[Spec HasIntent[S], Status any, PStatus interface {
 	tracing   *driverTracing[S, P] // nil when tracing is off
 	history   *driverHistory       // nil when history is off
 	defects   defect               // planted by tests only
+	cache     *informer.Informer   // the documents, when read from a cache; nil reads the store
+	factory   *informer.Factory    // cache's factory; nil with it
 
 	echoes // the driver's own writes, which its source does not queue
 }
@@ -576,7 +600,9 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) reconcile(ctx context.Context
 	for range maxPasses {
 		if obj == nil {
 			var err error
-			if obj, err = d.c.Get(ctx, key); err != nil {
+			// The first read may come from the cache; one after a conflict
+			// goes to the store, which the cache may not have caught up with.
+			if obj, err = d.read(ctx, key, conflicts > 0); err != nil {
 				if errors.Is(err, store.ErrNotFound) {
 					d.gone(key)
 					return Result{}, nil

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/tendhq/tend/informer"
 	"github.com/tendhq/tend/store"
 )
 
@@ -66,7 +69,11 @@ func Channel(ch <-chan string) Source {
 }
 
 // ListWatcher is the part of a store a watching source needs: a
-// store.Backend, or a cache in front of one.
+// store.Backend, or an *informer.Factory over one. A source given a Factory
+// shares the factory's informer of its kind (its cache and its one watch)
+// with every other consumer of the factory, which must run (see
+// [ManagerConfig.Informers]); a source given anything else runs an informer
+// of its own while it runs.
 type ListWatcher interface {
 	// List is store.Reader.List.
 	List(ctx context.Context, kind string, opts store.ListOptions) (store.ListResult, error)
@@ -75,16 +82,14 @@ type ListWatcher interface {
 }
 
 // Kind returns a source that queues the key of every document of kind: each
-// listed document when it starts, then each document added, modified or
-// deleted. It lists and watches from the list's revision; when the store has
-// compacted the history it needs (store.ErrCompacted), it lists again and
-// queues every key; when the watch fell behind (store.ErrWatchLagged), it
-// watches again from the last revision received, missing nothing. Other
-// failures are retried with backoff; store.ErrUnknownKind, store.ErrInvalid
-// and store.ErrClosed stop the controller.
-//
-// A document deleted while the history was compacted is not reported: pair a
-// controller that must see every removal with finalizers or [Resync].
+// document of the informer's cache when it starts, then each document
+// added, modified or deleted. The informer (shared when lw is an
+// *informer.Factory, see [ListWatcher]) lists and watches from the list's
+// revision; when the store has compacted the history it needs
+// (store.ErrCompacted), it lists again and reports what changed meanwhile;
+// when the watch fails otherwise it watches again from the last revision
+// received, missing nothing. store.ErrUnknownKind, store.ErrInvalid and
+// store.ErrClosed stop the controller.
 func Kind(lw ListWatcher, kind string) Source {
 	return newWatchSource(lw, kind, kind, func(e Enqueuer, doc *store.Document, _ bool, reason string) {
 		e.Enqueue(doc.Meta.Key, reason)
@@ -118,15 +123,19 @@ func Watches(lw ListWatcher, kind string, keys func(doc store.Document) []string
 	})
 }
 
-// watchSource lists then watches one kind and maps each document to keys.
+// watchSource subscribes to the informer of one kind and maps each document
+// to keys.
 type watchSource struct {
 	lw   ListWatcher
 	kind string
 	// emit queues what doc's change calls for; listed is set for the
-	// documents of a list, which a watch did not report as changes.
+	// documents of the cache when the source starts, which no watch
+	// reported as changes.
 	emit func(e Enqueuer, doc *store.Document, listed bool, reason string)
 	// reasons holds the debug reason per event type; index 0 is "listed".
 	reasons [4]string
+	// current is the informer of the run in progress; nil when not running.
+	current atomic.Pointer[informer.Informer]
 }
 
 func newWatchSource(lw ListWatcher, kind, what string, emit func(Enqueuer, *store.Document, bool, string)) *watchSource {
@@ -148,84 +157,69 @@ func (s *watchSource) Start(ctx context.Context, e Enqueuer) error {
 	if s.lw == nil || s.kind == "" {
 		return fmt.Errorf("%w: watch source needs a ListWatcher and a kind", ErrInvalidConfig)
 	}
-	var b backoff
-	rev, listed := int64(0), false
-	for {
-		if !listed {
-			r, err := s.list(ctx, e)
-			if err != nil {
-				if ctx.Err() != nil {
-					return nil
-				}
-				if fatal(err) {
-					return fmt.Errorf("controller: listing %s: %w", s.kind, err)
-				}
-				if !b.wait(ctx) {
-					return nil
-				}
-				continue
-			}
-			rev, listed = r, true
-			if h, ok := e.(*runner); ok {
-				h.health.synced(s)
-			}
-		}
-		w, err := s.lw.Watch(ctx, s.kind, rev)
-		if err == nil {
-			rev, err = s.follow(ctx, w, e, rev, &b)
-			_ = w.Close()
-		}
-		switch {
-		case ctx.Err() != nil:
+	var inf *informer.Informer
+	var err error
+	if f, ok := s.lw.(*informer.Factory); ok {
+		inf, err = f.For(s.kind)
+	} else if inf, err = informer.New(s.lw, s.kind, informer.Config{}); err == nil {
+		// An informer of this source's own, for as long as it runs.
+		ctx, stop := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		defer stop()
+		wg.Go(func() { _ = inf.Run(ctx) }) // its error reaches WaitForSync and the subscription
+	}
+	if err != nil {
+		return fmt.Errorf("controller: watching %s: %w", s.kind, err)
+	}
+	if err := inf.WaitForSync(ctx); err != nil {
+		if ctx.Err() != nil {
 			return nil
-		case errors.Is(err, store.ErrCompacted):
-			listed = false
-		case errors.Is(err, store.ErrWatchLagged):
-			// Watch again from rev, at once.
-		case fatal(err):
-			return fmt.Errorf("controller: watching %s: %w", s.kind, err)
-		default:
-			if !b.wait(ctx) {
+		}
+		return fmt.Errorf("controller: listing %s: %w", s.kind, err)
+	}
+	sub, docs := inf.Subscribe()
+	defer sub.Close()
+	s.current.Store(inf)
+	defer s.current.CompareAndSwap(inf, nil)
+	for i := range docs {
+		s.emit(e, &docs[i], true, s.reasons[0])
+	}
+	if h, ok := e.(*runner); ok {
+		h.health.synced(s)
+	}
+	for {
+		ev, err := sub.Next(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
 				return nil
 			}
+			return fmt.Errorf("controller: watching %s: %w", s.kind, err)
 		}
+		s.emit(e, ev.Document, false, s.reasons[ev.Type])
 	}
 }
 
-// follow queues the keys of each event of w until it fails, and returns the
-// revision of the last event received.
-func (s *watchSource) follow(ctx context.Context, w store.Watch, e Enqueuer, rev int64, b *backoff) (int64, error) {
-	for {
-		ev, err := w.Next(ctx)
-		if err != nil {
-			return rev, err
-		}
-		b.reset()
-		rev = ev.Revision
-		reason := s.reasons[0]
-		if ev.Type >= store.Added && ev.Type <= store.Deleted {
-			reason = s.reasons[ev.Type]
-		}
-		s.emit(e, &ev.Document, false, reason)
-	}
-}
-
-// list queues the keys of every document of the kind and returns the
-// revision of the list.
-func (s *watchSource) list(ctx context.Context, e Enqueuer) (int64, error) {
-	r, err := s.lw.List(ctx, s.kind, store.ListOptions{})
-	if err != nil {
-		return 0, err
-	}
-	for i := range r.Items {
-		s.emit(e, &r.Items[i], true, s.reasons[0])
-	}
-	return r.Revision, nil
-}
-
+// relist queues again the keys of every document of the kind, read from
+// the informer's cache while the source runs, else from the store.
 func (s *watchSource) relist(ctx context.Context, e Enqueuer) error {
-	_, err := s.list(ctx, e)
-	return err
+	var docs []store.Document
+	if inf := s.current.Load(); inf != nil {
+		var err error
+		if docs, _, err = inf.List(store.ListOptions{}); err != nil {
+			return err
+		}
+	} else {
+		r, err := s.lw.List(ctx, s.kind, store.ListOptions{})
+		if err != nil {
+			return err
+		}
+		docs = r.Items
+	}
+	for i := range docs {
+		s.emit(e, &docs[i], true, s.reasons[0])
+	}
+	return nil
 }
 
 // Resync returns a source that lists the documents of kind every period and
@@ -279,23 +273,6 @@ func (s *resyncSource) relist(ctx context.Context, e Enqueuer) error {
 func fatal(err error) bool {
 	return errors.Is(err, store.ErrUnknownKind) || errors.Is(err, store.ErrInvalid) || errors.Is(err, store.ErrClosed)
 }
-
-// backoff spaces the retries of a failing source: 100 ms, doubling up to 30 s.
-type backoff struct{ next time.Duration }
-
-const (
-	backoffBase = 100 * time.Millisecond
-	backoffMax  = 30 * time.Second
-)
-
-// wait sleeps for the next delay; it returns false if ctx ended first.
-func (b *backoff) wait(ctx context.Context) bool {
-	d := max(b.next, backoffBase)
-	b.next = min(2*d, backoffMax)
-	return sleep(ctx, d)
-}
-
-func (b *backoff) reset() { b.next = 0 }
 
 // sleep waits for d; it returns false if ctx ended first.
 func sleep(ctx context.Context, d time.Duration) bool {

@@ -33,7 +33,7 @@ found=$( { GOWORK=off go list -deps -test ./...; GOWORK=off go list -m all; } | 
 [ -z "$found" ] || fail "the core module depends on: $found"
 
 step "building blocks import only the standard library and golang.org/x"
-for p in workqueue statemachine expectations finalizer; do
+for p in workqueue statemachine expectations finalizer informer; do
   extra=$(GOWORK=off go list -deps -f '{{if not .Standard}}{{.ImportPath}}{{end}}' "./$p" |
     grep -v -E '^(golang\.org/x/|github\.com/tendhq/tend/(store|'"$p"')$)' || true)
   [ -z "$extra" ] || fail "importing $p pulls in: $extra"

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tendhq/tend/controller"
 	"github.com/tendhq/tend/expectations"
+	"github.com/tendhq/tend/informer"
 	"github.com/tendhq/tend/store"
 	"github.com/tendhq/tend/workqueue"
 )
@@ -109,8 +110,16 @@ func (o *Operator) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cache := newMemberCache(o.members, exp)
-	b := o.cfg.Backend
+	// One informer per kind for the whole operator: the member cache, the
+	// member controller and its resync share the Members' watch.
+	f, err := informer.NewFactory(o.cfg.Backend, informer.FactoryConfig{})
+	if err != nil {
+		return err
+	}
+	cache, err := newMemberCache(f, o.members, exp)
+	if err != nil {
+		return err
+	}
 	// etcd refuses a reconfiguration for a few seconds after the last one
 	// (until it has been connected to its peers for five seconds), and a
 	// leader election takes about a second: retry often, never slowly.
@@ -130,7 +139,7 @@ func (o *Operator) Run(ctx context.Context) error {
 			dataDir:  o.cfg.DataDir,
 			poll:     o.cfg.PollInterval,
 		},
-		Sources:     []controller.Source{controller.Kind(b, KindCluster), cache},
+		Sources:     []controller.Source{controller.Kind(f, KindCluster), cache},
 		RateLimiter: retry(),
 		Logger:      o.cfg.Logger,
 	})
@@ -141,9 +150,9 @@ func (o *Operator) Run(ctx context.Context) error {
 		Name:       "member",
 		Reconciler: &memberReconciler{members: o.members, rt: o.cfg.Runtime, config: o.cfg.MemberConfig},
 		Sources: []controller.Source{
-			controller.Kind(b, KindMember),
+			controller.Kind(f, KindMember),
 			controller.Channel(o.cfg.Runtime.Exited()),
-			controller.Resync(b, KindMember, o.cfg.MemberResync),
+			controller.Resync(f, KindMember, o.cfg.MemberResync),
 		},
 		Workers:     4,
 		RateLimiter: retry(),
@@ -152,7 +161,11 @@ func (o *Operator) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m, err := controller.NewManager(controller.ManagerConfig{Controllers: []*controller.Controller{cc, mc}, Logger: o.cfg.Logger})
+	m, err := controller.NewManager(controller.ManagerConfig{
+		Controllers: []*controller.Controller{cc, mc},
+		Informers:   f,
+		Logger:      o.cfg.Logger,
+	})
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,286 @@
+package controller_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"testing/synctest"
+
+	"github.com/tendhq/tend/backends/memory"
+	"github.com/tendhq/tend/controller"
+	"github.com/tendhq/tend/informer"
+	"github.com/tendhq/tend/store"
+)
+
+// observed wraps a memory store: it counts reads and watches, can hold
+// every watch's events back, and counts the writes made from a revision
+// older than the last one written to the same key (a writer acting on a
+// view that does not show its own last write).
+type observed struct {
+	*memory.Store
+
+	mu      sync.Mutex // guards the fields below
+	gets    int
+	watches int
+	held    chan struct{}    // while set, watches deliver nothing
+	last    map[string]int64 // the revision of the last write, by key
+	stale   []string         // writes based on an older revision than the key's last write
+}
+
+func newObserved(t *testing.T, kinds ...string) *observed {
+	t.Helper()
+	mem, err := memory.New(memory.Config{Kinds: kinds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &observed{Store: mem, last: map[string]int64{}}
+}
+
+func (o *observed) Get(ctx context.Context, kind, key string) (store.Document, error) {
+	o.mu.Lock()
+	o.gets++
+	o.mu.Unlock()
+	return o.Store.Get(ctx, kind, key)
+}
+
+func (o *observed) reads() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.gets
+}
+
+func (o *observed) watched() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.watches
+}
+
+func (o *observed) write(op string, d store.Document, do func(store.Document) (store.Document, error)) (store.Document, error) {
+	o.mu.Lock()
+	if last := o.last[d.Meta.Key]; d.Meta.Revision < last {
+		o.stale = append(o.stale, fmt.Sprintf("%s of %s from revision %d after writing %d", op, d.Meta.Key, d.Meta.Revision, last))
+	}
+	o.mu.Unlock()
+	written, err := do(d)
+	if err == nil {
+		o.mu.Lock()
+		o.last[d.Meta.Key] = written.Meta.Revision
+		o.mu.Unlock()
+	}
+	return written, err
+}
+
+func (o *observed) UpdateStatus(ctx context.Context, d store.Document) (store.Document, error) {
+	return o.write("update status", d, func(d store.Document) (store.Document, error) { return o.Store.UpdateStatus(ctx, d) })
+}
+
+func (o *observed) UpdateSpec(ctx context.Context, d store.Document) (store.Document, error) {
+	return o.write("update spec", d, func(d store.Document) (store.Document, error) { return o.Store.UpdateSpec(ctx, d) })
+}
+
+func (o *observed) staleWrites() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.stale
+}
+
+func (o *observed) hold() {
+	o.mu.Lock()
+	o.held = make(chan struct{})
+	o.mu.Unlock()
+}
+
+func (o *observed) release() {
+	o.mu.Lock()
+	close(o.held)
+	o.held = nil
+	o.mu.Unlock()
+}
+
+func (o *observed) Watch(ctx context.Context, kind string, from int64) (store.Watch, error) {
+	o.mu.Lock()
+	o.watches++
+	o.mu.Unlock()
+	w, err := o.Store.Watch(ctx, kind, from)
+	if err != nil {
+		return nil, err
+	}
+	return &heldWatch{Watch: w, o: o}, nil
+}
+
+type heldWatch struct {
+	store.Watch
+	o *observed
+}
+
+func (w *heldWatch) Next(ctx context.Context) (store.Event, error) {
+	ev, err := w.Watch.Next(ctx)
+	w.o.mu.Lock()
+	held := w.o.held
+	w.o.mu.Unlock()
+	if held != nil && err == nil {
+		select {
+		case <-held:
+		case <-ctx.Done():
+			return store.Event{}, ctx.Err()
+		}
+	}
+	return ev, err
+}
+
+// runFactory runs f until the returned func stops it.
+func runFactory(t *testing.T, f *informer.Factory) func() {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- f.Run(ctx) }()
+	if err := f.WaitForSync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// A driver that reads from a cache reconciles again before the cache shows
+// its last write: the read-your-writes gate makes the read wait, so the
+// driver never writes from a view older than its own writes. Planting the
+// defect that skips the gate makes the driver write from its stale view.
+func TestDriverCacheReadsYourWrites(t *testing.T) {
+	for _, planted := range []bool{false, true} {
+		t.Run(fmt.Sprintf("gate removed=%v", planted), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				o := newObserved(t, "ApiGateway")
+				fx := newGWFixtureOn(t, o.Store, o)
+				f, err := informer.NewFactory(o, informer.FactoryConfig{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				cfg := fx.config()
+				cfg.Informers = f
+				if planted {
+					cfg = controller.Planted(cfg, controller.DefectNoGate)
+				}
+				d := fx.driver(t, cfg)
+				fx.create(t, "gw", gwRunning)
+				stop := runFactory(t, f)
+				defer stop()
+				synctest.Wait()
+
+				o.hold() // the cache sees none of the driver's writes for now
+				if _, err := d.Reconcile(t.Context(), "gw"); err != nil {
+					t.Fatal(err)
+				}
+				if got := fx.get(t, "gw").Status.Phase; got != phStarted {
+					t.Fatalf("phase %v after the first reconcile, want Started", got)
+				}
+				done := make(chan error, 1)
+				go func() {
+					_, err := d.Reconcile(t.Context(), "gw")
+					done <- err
+				}()
+				synctest.Wait()
+				o.release()
+				synctest.Wait()
+				err = <-done
+				stale := o.staleWrites()
+				if planted {
+					if len(stale) == 0 {
+						t.Fatal("without the gate the driver wrote from no stale view: the test cannot see the gate")
+					}
+					t.Logf("without the gate: %q (reconcile error: %v)", stale, err)
+					return
+				}
+				if err != nil {
+					t.Errorf("second reconcile: %v", err)
+				}
+				if len(stale) > 0 {
+					t.Errorf("the driver wrote from a view older than its own writes: %q", stale)
+				}
+
+				// Steady state: a reconcile of a settled document reads
+				// nothing from the store.
+				before := o.reads()
+				for range 3 {
+					if _, err := d.Reconcile(t.Context(), "gw"); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if n := o.reads() - before; n != 0 {
+					t.Errorf("%d store reads for 3 reconciles of a settled document, want 0", n)
+				}
+			})
+		})
+	}
+}
+
+// Five controllers following one kind through a Manager's informer factory
+// open one watch of the store; without the factory each opens its own.
+func TestFiveControllersOneWatch(t *testing.T) {
+	for _, shared := range []bool{true, false} {
+		t.Run(fmt.Sprintf("shared=%v", shared), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				o := newObserved(t, "Widget")
+				create(t, o, "Widget", "a")
+				f, err := informer.NewFactory(o, informer.FactoryConfig{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var lw controller.ListWatcher = o
+				mc := controller.ManagerConfig{}
+				if shared {
+					lw, mc.Informers = f, f
+				}
+				var mu sync.Mutex
+				reconciled := map[string]int{}
+				for i := range 5 {
+					name := fmt.Sprint("c", i)
+					c, err := controller.New(controller.Config{
+						Name: name,
+						Reconciler: controller.ReconcilerFunc(func(ctx context.Context, key string) (controller.Result, error) {
+							mu.Lock()
+							reconciled[name]++
+							mu.Unlock()
+							return controller.Result{}, nil
+						}),
+						Sources: []controller.Source{controller.Kind(lw, "Widget")},
+					})
+					if err != nil {
+						t.Fatal(err)
+					}
+					mc.Controllers = append(mc.Controllers, c)
+				}
+				m, err := controller.NewManager(mc)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithCancel(t.Context())
+				done := make(chan error, 1)
+				go func() { done <- m.Run(ctx) }()
+				synctest.Wait()
+				create(t, o, "Widget", "b")
+				synctest.Wait()
+				want := 1
+				if !shared {
+					want = 5
+				}
+				if n := o.watched(); n != want {
+					t.Errorf("%d watches of the store, want %d", n, want)
+				}
+				for _, c := range mc.Controllers {
+					if got := reconciled[c.Name()]; got != 2 {
+						t.Errorf("%s reconciled %d times, want 2 (a listed, b added)", c.Name(), got)
+					}
+				}
+				cancel()
+				if err := <-done; err != nil {
+					t.Fatal(err)
+				}
+			})
+		})
+	}
+}
