@@ -60,14 +60,14 @@ func (h *driverHistory) record(ctx context.Context, meta *store.Meta, sc *redact
 
 // scrubber returns the scrubber of the secrets obj holds (see package
 // redact), nil when its types mark no field sensitive.
-func (d *phaseDriver[Spec, Status, PStatus, S, P]) scrubber(obj *store.Object[Spec, Status]) *redact.Scrubber {
+func (d *phaseDriver[Spec, Status, S, P]) scrubber(obj *store.Object[Spec, Status]) *redact.Scrubber {
 	return redact.New(obj)
 }
 
 // redacting returns ctx and log for a pass over obj: when obj holds
 // secrets, its logger and log scrub them from every line, and the scrubber
 // is returned to scrub the pass's error.
-func (d *phaseDriver[Spec, Status, PStatus, S, P]) redacting(ctx context.Context, log *zap.Logger, obj *store.Object[Spec, Status]) (context.Context, *zap.Logger, *redact.Scrubber) {
+func (d *phaseDriver[Spec, Status, S, P]) redacting(ctx context.Context, log *zap.Logger, obj *store.Object[Spec, Status]) (context.Context, *zap.Logger, *redact.Scrubber) {
 	sc := d.scrubber(obj)
 	if sc == nil {
 		return ctx, log, nil
@@ -83,7 +83,7 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) redacting(ctx context.Context
 
 // stepStarted records the start of a call of the step dec names, and
 // returns when it started.
-func (d *phaseDriver[Spec, Status, PStatus, S, P]) stepStarted(ctx context.Context, obj *store.Object[Spec, Status], dec statemachine.Decision[S, P]) time.Time {
+func (d *phaseDriver[Spec, Status, S, P]) stepStarted(ctx context.Context, obj *store.Object[Spec, Status], dec statemachine.Decision[S, P]) time.Time {
 	now := time.Now()
 	d.history.record(ctx, &obj.Meta, nil, history.Entry{Time: now, Type: history.StepStarted,
 		Intent: fmt.Sprint(dec.Intent), Phase: fmt.Sprint(dec.Phase), Step: dec.Step,
@@ -92,7 +92,7 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) stepStarted(ctx context.Conte
 }
 
 // stepEnded records the end of a call of the step dec names, begun at start.
-func (d *phaseDriver[Spec, Status, PStatus, S, P]) stepEnded(ctx context.Context, obj *store.Object[Spec, Status], dec statemachine.Decision[S, P], start time.Time, out statemachine.Outcome, err error) {
+func (d *phaseDriver[Spec, Status, S, P]) stepEnded(ctx context.Context, obj *store.Object[Spec, Status], dec statemachine.Decision[S, P], start time.Time, out statemachine.Outcome, err error) {
 	now := time.Now()
 	e := history.Entry{Time: now, Type: history.StepEnded, Intent: fmt.Sprint(dec.Intent), Phase: fmt.Sprint(dec.Phase),
 		Step: dec.Step, Operation: dec.Operation.ID, Attempt: dec.Operation.Attempts + 1, Outcome: out.String(),
@@ -105,7 +105,7 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) stepEnded(ctx context.Context
 
 // recordStatus records what a status write changed, as report logs it: a
 // refusal that began, an operation given up, a phase change.
-func (d *phaseDriver[Spec, Status, PStatus, S, P]) recordStatus(ctx context.Context, obj *store.Object[Spec, Status], intent S, read, next statemachine.Status[S, P], now time.Time) {
+func (d *phaseDriver[Spec, Status, S, P]) recordStatus(ctx context.Context, obj *store.Object[Spec, Status], intent S, read, next statemachine.Status[S, P], now time.Time) {
 	if d.history == nil {
 		return
 	}
@@ -135,7 +135,7 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) recordStatus(ctx context.Cont
 
 // recordSettled records what a settled object begins without a change of
 // intent, as settledMoves logs it: a drift repair, a request, a timer.
-func (d *phaseDriver[Spec, Status, PStatus, S, P]) recordSettled(ctx context.Context, obj *store.Object[Spec, Status], dec statemachine.Decision[S, P], st statemachine.Status[S, P]) {
+func (d *phaseDriver[Spec, Status, S, P]) recordSettled(ctx context.Context, obj *store.Object[Spec, Status], dec statemachine.Decision[S, P], st statemachine.Status[S, P]) {
 	if d.history == nil {
 		return
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tendhq/tend/informer"
 	"github.com/tendhq/tend/store"
+	"github.com/tendhq/tend/store/backend"
 )
 
 // Mode says how the replicas of a [Manager] share the work.
@@ -236,7 +237,7 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	case m.renew <= 0 || 2*m.renew >= m.ttl:
 		return nil, fmt.Errorf("%w: RenewPeriod %v must be positive and below LeaseDuration/2 (%v)", ErrInvalidConfig, m.renew, m.ttl/2)
 	}
-	if u, ok := cfg.Leaser.(interface{ FencingUnsupported() error }); ok && cfg.Mode != Single && !cfg.Unfenced {
+	if u, ok := cfg.Leaser.(backend.Unfenced); ok && cfg.Mode != Single && !cfg.Unfenced {
 		return nil, fmt.Errorf("%w: the Leaser cannot fence writes (%v): set Unfenced to run %v without fencing, or take leases from a store that fences",
 			ErrInvalidConfig, u.FencingUnsupported(), cfg.Mode)
 	}

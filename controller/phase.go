@@ -57,7 +57,7 @@ type HasIntent[S comparable] interface {
 	Intent() S
 }
 
-// HasMachineStatus is the constraint on a pointer to a document's Status
+// HasMachineStatus is implemented by a pointer to a document's Status
 // type: it holds the machine's part of the status, which the [Driver] reads
 // and writes. A Status that embeds statemachine.Status[S, P] implements it
 // through the promoted [statemachine.Status.MachineStatus] method:
@@ -68,6 +68,12 @@ type HasIntent[S comparable] interface {
 //	}
 type HasMachineStatus[S, P comparable] interface {
 	MachineStatus() *statemachine.Status[S, P]
+}
+
+// machineStatusOf returns the machine's part of st, which [NewDriver]
+// checked is there.
+func machineStatusOf[S, P comparable, Status any](st *Status) *statemachine.Status[S, P] {
+	return any(st).(HasMachineStatus[S, P]).MachineStatus()
 }
 
 // HasRequests is implemented by a Spec that carries one-shot requests (see
@@ -352,16 +358,18 @@ type driverImpl[Spec, Status any] interface {
 // metrics of the collection's kind.
 //
 // Spec and Status are the document's types; Spec reports the intent
-// ([HasIntent]) and a pointer to Status holds the machine's status
-// ([HasMachineStatus]). All type arguments are inferred from c and m.
-func NewDriver[Spec HasIntent[S], Status any, PStatus interface {
-	*Status
-	HasMachineStatus[S, P]
-}, S, P comparable](c *store.Collection[Spec, Status], m *statemachine.Machine[S, P], cfg DriverConfig[Spec, Status]) (*Driver[Spec, Status], error) {
+// ([HasIntent]) and a pointer to Status must hold the machine's status
+// ([HasMachineStatus]), which NewDriver checks. All type arguments are
+// inferred from c and m.
+func NewDriver[Spec HasIntent[S], Status any, S, P comparable](c *store.Collection[Spec, Status], m *statemachine.Machine[S, P], cfg DriverConfig[Spec, Status]) (*Driver[Spec, Status], error) {
 	if c == nil || m == nil {
 		return nil, fmt.Errorf("%w: NewDriver needs a collection and a machine", ErrInvalidConfig)
 	}
 	var problems []string
+	if _, ok := any(new(Status)).(HasMachineStatus[S, P]); !ok {
+		var st Status
+		problems = append(problems, fmt.Sprintf("*%T has no method MachineStatus() *statemachine.Status[%T, %T]: embed statemachine.Status[%[2]T, %[3]T] in it", st, *new(S), *new(P)))
+	}
 	problems = append(problems, mismatched(m.Steps(), slices.Collect(maps.Keys(cfg.Steps)),
 		func(name string) bool { return cfg.Steps[name] != nil }, "step %q has no action", "action %q is not a step of the machine")...)
 	problems = append(problems, mismatched(m.Conditions(), slices.Collect(maps.Keys(cfg.Observers)),
@@ -393,7 +401,7 @@ func NewDriver[Spec HasIntent[S], Status any, PStatus interface {
 	if problems != nil {
 		return nil, fmt.Errorf("%w: driver of %s with machine %s: %s", ErrInvalidConfig, c.Kind(), m.Name(), strings.Join(problems, "; "))
 	}
-	d := &phaseDriver[Spec, Status, PStatus, S, P]{
+	d := &phaseDriver[Spec, Status, S, P]{
 		c:         c,
 		m:         m,
 		steps:     maps.Clone(cfg.Steps),
@@ -502,10 +510,7 @@ func (d *Driver[Spec, Status]) Create(ctx context.Context, obj *store.Object[Spe
 func (d *Driver[Spec, Status]) Collection() *store.Collection[Spec, Status] { return d.coll }
 
 // phaseDriver is a Driver's implementation, with the machine's types.
-type phaseDriver[Spec HasIntent[S], Status any, PStatus interface {
-	*Status
-	HasMachineStatus[S, P]
-}, S, P comparable] struct {
+type phaseDriver[Spec HasIntent[S], Status any, S, P comparable] struct {
 	c         *store.Collection[Spec, Status]
 	m         *statemachine.Machine[S, P]
 	steps     map[string]Step[Spec, Status]
@@ -532,12 +537,12 @@ type phaseDriver[Spec HasIntent[S], Status any, PStatus interface {
 }
 
 // gone forgets the document under key once it is removed.
-func (d *phaseDriver[Spec, Status, PStatus, S, P]) gone(key string) {
+func (d *phaseDriver[Spec, Status, S, P]) gone(key string) {
 	d.forget(key)
 	d.metrics.forget(key)
 }
 
-func (d *phaseDriver[Spec, Status, PStatus, S, P]) create(ctx context.Context, obj *store.Object[Spec, Status]) (*store.Object[Spec, Status], error) {
+func (d *phaseDriver[Spec, Status, S, P]) create(ctx context.Context, obj *store.Object[Spec, Status]) (*store.Object[Spec, Status], error) {
 	intent := obj.Spec.Intent()
 	if err := d.m.ValidateIntent(intent); err != nil {
 		return nil, fmt.Errorf("%s %q: %w", d.c.Kind(), obj.Key, err)
@@ -549,14 +554,14 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) create(ctx context.Context, o
 	if err != nil {
 		return nil, err
 	}
-	*PStatus(&created.Status).MachineStatus() = d.machineStatus(created)
+	*machineStatusOf[S, P](&created.Status) = d.machineStatus(created)
 	return created, nil
 }
 
 // machineStatus returns the machine's part of obj's status, read as the
 // driver sees it: a status never written is the machine's new status.
-func (d *phaseDriver[Spec, Status, PStatus, S, P]) machineStatus(obj *store.Object[Spec, Status]) statemachine.Status[S, P] {
-	st := *PStatus(&obj.Status).MachineStatus()
+func (d *phaseDriver[Spec, Status, S, P]) machineStatus(obj *store.Object[Spec, Status]) statemachine.Status[S, P] {
+	st := *machineStatusOf[S, P](&obj.Status)
 	var zero P
 	if st.Phase == zero {
 		if _, ok := d.m.Spec(zero); !ok {
@@ -568,7 +573,7 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) machineStatus(obj *store.Obje
 
 // intent returns the intent the driver serves for obj: the Spec's, or the
 // final state while obj is Terminating.
-func (d *phaseDriver[Spec, Status, PStatus, S, P]) intent(obj *store.Object[Spec, Status]) S {
+func (d *phaseDriver[Spec, Status, S, P]) intent(obj *store.Object[Spec, Status]) S {
 	if d.final != nil && obj.Terminating() {
 		return *d.final
 	}
@@ -585,7 +590,7 @@ const (
 	passEnd                  // the reconcile ends with the result and error given
 )
 
-func (d *phaseDriver[Spec, Status, PStatus, S, P]) reconcile(ctx context.Context, key string) (Result, error) {
+func (d *phaseDriver[Spec, Status, S, P]) reconcile(ctx context.Context, key string) (Result, error) {
 	log := LoggerFrom(ctx)
 	if log.Core().Enabled(zapcore.ErrorLevel) {
 		log = log.With(zap.String("kind", d.c.Kind()))
@@ -697,7 +702,7 @@ func (w *unwritten[Status, S, P]) durable(id, uid string, defects defect) bool {
 // a step's outcome records that outcome alone onto the document as it now
 // is (see recordOver) and returns passRedecide: what was decided after the
 // step is dropped, to be decided again on what is stored.
-func (d *phaseDriver[Spec, Status, PStatus, S, P]) flush(ctx context.Context, log *zap.Logger, obj *store.Object[Spec, Status], w *unwritten[Status, S, P]) (_ *store.Object[Spec, Status], _ pass, err error) {
+func (d *phaseDriver[Spec, Status, S, P]) flush(ctx context.Context, log *zap.Logger, obj *store.Object[Spec, Status], w *unwritten[Status, S, P]) (_ *store.Object[Spec, Status], _ pass, err error) {
 	if !w.step && d.machineStatus(obj).Equal(w.stored) {
 		w.moves = w.moves[:0]
 		return obj, passAgain, nil
@@ -730,7 +735,7 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) flush(ctx context.Context, lo
 
 // pass acts on one decision for obj. It returns the object as written (for
 // passAgain), or what the reconcile ends with.
-func (d *phaseDriver[Spec, Status, PStatus, S, P]) pass(ctx context.Context, log *zap.Logger, obj *store.Object[Spec, Status], w *unwritten[Status, S, P]) (*store.Object[Spec, Status], pass, Result, error) {
+func (d *phaseDriver[Spec, Status, S, P]) pass(ctx context.Context, log *zap.Logger, obj *store.Object[Spec, Status], w *unwritten[Status, S, P]) (*store.Object[Spec, Status], pass, Result, error) {
 	// end ends the reconcile once what it decided is stored.
 	end := func(res Result, err error) (*store.Object[Spec, Status], pass, Result, error) {
 		if written, p, ferr := d.flush(ctx, log, obj, w); p != passAgain {
@@ -852,7 +857,7 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) pass(ctx context.Context, log
 	}
 	next.ObservedGeneration, next.ObservedDeletion = obj.Generation, obj.Terminating()
 	if !next.Equal(read) {
-		*PStatus(&obj.Status).MachineStatus() = next
+		*machineStatusOf[S, P](&obj.Status) = next
 		w.moves = append(w.moves, move[S, P]{intent: intent, read: read, next: next, now: r.Now})
 		if dec.Kind == statemachine.Run {
 			w.step, w.atStep, w.before, w.atMove = true, obj.Status, before, len(w.moves)
@@ -913,7 +918,7 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) pass(ctx context.Context, log
 // is terminal; when a rule leads on (deletion of a failed document, a retry
 // lap), the key is queued again at once and the next operation's own
 // backoff applies.
-func (d *phaseDriver[Spec, Status, PStatus, S, P]) gaveUp(obj *store.Object[Spec, Status], intent S, next statemachine.Status[S, P], stepErr error, now time.Time) (*store.Object[Spec, Status], pass, Result, error) {
+func (d *phaseDriver[Spec, Status, S, P]) gaveUp(obj *store.Object[Spec, Status], intent S, next statemachine.Status[S, P], stepErr error, now time.Time) (*store.Object[Spec, Status], pass, Result, error) {
 	f := next.Failure
 	if te := (*terminalError)(nil); errors.As(stepErr, &te) && te.err != nil {
 		stepErr = te.err // whether the failure is terminal for the key is decided below
@@ -929,7 +934,7 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) gaveUp(obj *store.Object[Spec
 // fold records in st what the machine decides from beside the intent: the
 // tokens of the requests obj's spec carries and the due times of the timers
 // computed from obj.
-func (d *phaseDriver[Spec, Status, PStatus, S, P]) fold(obj *store.Object[Spec, Status], st statemachine.Status[S, P]) statemachine.Status[S, P] {
+func (d *phaseDriver[Spec, Status, S, P]) fold(obj *store.Object[Spec, Status], st statemachine.Status[S, P]) statemachine.Status[S, P] {
 	if hr, ok := any(obj.Spec).(HasRequests); ok {
 		reqs := hr.Requests()
 		for _, name := range d.requests {
@@ -951,7 +956,7 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) fold(obj *store.Object[Spec, 
 // settledMoves logs and counts what a settled object begins without a
 // change of intent: a drift repair (with what was observed), a request
 // served, moot or refused, a timer.
-func (d *phaseDriver[Spec, Status, PStatus, S, P]) settledMoves(log *zap.Logger, key string, dec statemachine.Decision[S, P], st statemachine.Status[S, P]) {
+func (d *phaseDriver[Spec, Status, S, P]) settledMoves(log *zap.Logger, key string, dec statemachine.Decision[S, P], st statemachine.Status[S, P]) {
 	switch {
 	case len(dec.Drift) > 0:
 		d.metrics.drift(dec.Phase)
@@ -989,7 +994,7 @@ func until(now time.Time, d time.Duration, deadline time.Time) time.Duration {
 
 // report logs and counts what a status write changed: a phase change (with
 // the failure that caused it, if any) and a refusal that began.
-func (d *phaseDriver[Spec, Status, PStatus, S, P]) report(ctx context.Context, log *zap.Logger, key string, intent S, read, next statemachine.Status[S, P], now time.Time) {
+func (d *phaseDriver[Spec, Status, S, P]) report(ctx context.Context, log *zap.Logger, key string, intent S, read, next statemachine.Status[S, P], now time.Time) {
 	if next.Refused != nil && (read.Refused == nil || *read.Refused != *next.Refused) {
 		d.metrics.refused(next.Phase)
 		if log != nil {
@@ -1020,14 +1025,14 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) report(ctx context.Context, l
 // unknownIntent records in status that obj's intent is no state of the
 // machine (it was written without the driver's admission) and ends the
 // reconcile with a terminal error: the spec must change.
-func (d *phaseDriver[Spec, Status, PStatus, S, P]) unknownIntent(ctx context.Context, log *zap.Logger, obj *store.Object[Spec, Status], read statemachine.Status[S, P], intent S, cause error) (*store.Object[Spec, Status], pass, Result, error) {
+func (d *phaseDriver[Spec, Status, S, P]) unknownIntent(ctx context.Context, log *zap.Logger, obj *store.Object[Spec, Status], read statemachine.Status[S, P], intent S, cause error) (*store.Object[Spec, Status], pass, Result, error) {
 	next := read
 	next.Refused = &statemachine.RefusedIntent[S]{Intent: intent, Reason: cause.Error()}
 	next.ObservedGeneration, next.ObservedDeletion = obj.Generation, obj.Terminating()
 	if next.Equal(read) {
 		return nil, passEnd, Result{}, Terminal(fmt.Errorf("%s %q: %w", d.c.Kind(), obj.Key, cause))
 	}
-	*PStatus(&obj.Status).MachineStatus() = next
+	*machineStatusOf[S, P](&obj.Status) = next
 	if _, err := d.writeStatus(ctx, obj); err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			return nil, passReread, Result{}, err
@@ -1043,13 +1048,13 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) unknownIntent(ctx context.Con
 // obj with the stored metadata. Only the status is encoded, and the object
 // written is not decoded again: its spec is the one read at that revision
 // and its status the one just written.
-func (d *phaseDriver[Spec, Status, PStatus, S, P]) writeStatus(ctx context.Context, obj *store.Object[Spec, Status]) (*store.Object[Spec, Status], error) {
+func (d *phaseDriver[Spec, Status, S, P]) writeStatus(ctx context.Context, obj *store.Object[Spec, Status]) (*store.Object[Spec, Status], error) {
 	obj, _, err := d.writeEncoded(ctx, obj)
 	return obj, err
 }
 
 // writeEncoded is writeStatus, and returns the status written, encoded.
-func (d *phaseDriver[Spec, Status, PStatus, S, P]) writeEncoded(ctx context.Context, obj *store.Object[Spec, Status]) (*store.Object[Spec, Status], []byte, error) {
+func (d *phaseDriver[Spec, Status, S, P]) writeEncoded(ctx context.Context, obj *store.Object[Spec, Status]) (*store.Object[Spec, Status], []byte, error) {
 	doc, err := d.c.EncodeStatus(obj)
 	if err != nil {
 		return nil, nil, err
@@ -1076,7 +1081,7 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) writeEncoded(ctx context.Cont
 // it. A status someone else changed meanwhile wins: the conflict is
 // returned, and the step's outcome is dropped for the next pass to decide
 // on what is stored.
-func (d *phaseDriver[Spec, Status, PStatus, S, P]) recordOver(ctx context.Context, obj *store.Object[Spec, Status], before []byte) (*store.Object[Spec, Status], error) {
+func (d *phaseDriver[Spec, Status, S, P]) recordOver(ctx context.Context, obj *store.Object[Spec, Status], before []byte) (*store.Object[Spec, Status], error) {
 	for attempt := 0; ; attempt++ {
 		cur, err := d.c.Get(ctx, obj.Key)
 		if err != nil {
@@ -1104,7 +1109,7 @@ var errStepTimeout = errors.New("controller: step timed out")
 
 // run calls the step dec names, within its phase's step timeout, and
 // classifies its result.
-func (d *phaseDriver[Spec, Status, PStatus, S, P]) run(ctx context.Context, obj *store.Object[Spec, Status], dec statemachine.Decision[S, P]) (out statemachine.Outcome, err error) {
+func (d *phaseDriver[Spec, Status, S, P]) run(ctx context.Context, obj *store.Object[Spec, Status], dec statemachine.Decision[S, P]) (out statemachine.Outcome, err error) {
 	if d.tracing != nil {
 		var span trace.Span
 		ctx, span = d.tracing.startStep(ctx, obj.Key, dec)
@@ -1147,7 +1152,7 @@ func callStep[Spec, Status any](ctx context.Context, name string, step Step[Spec
 
 // observe runs the observers of the conditions reqs name (a completion's, or
 // a phase's health) and returns st with the observations recorded.
-func (d *phaseDriver[Spec, Status, PStatus, S, P]) observe(ctx context.Context, obj *store.Object[Spec, Status], st statemachine.Status[S, P], reqs []statemachine.Require, now time.Time) (statemachine.Status[S, P], error) {
+func (d *phaseDriver[Spec, Status, S, P]) observe(ctx context.Context, obj *store.Object[Spec, Status], st statemachine.Status[S, P], reqs []statemachine.Require, now time.Time) (statemachine.Status[S, P], error) {
 	obs := make([]statemachine.Observation, 0, len(reqs))
 	for _, req := range reqs {
 		ok, reason, err := d.callObserver(ctx, obj, st.Phase, req.Condition)
@@ -1161,7 +1166,7 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) observe(ctx context.Context, 
 
 // callObserver calls the observer of condition, in a span when tracing is
 // on.
-func (d *phaseDriver[Spec, Status, PStatus, S, P]) callObserver(ctx context.Context, obj *store.Object[Spec, Status], phase P, condition string) (ok bool, reason string, err error) {
+func (d *phaseDriver[Spec, Status, S, P]) callObserver(ctx context.Context, obj *store.Object[Spec, Status], phase P, condition string) (ok bool, reason string, err error) {
 	if d.tracing != nil {
 		var span trace.Span
 		ctx, span = d.tracing.startObserve(ctx, obj.Key, phase, condition)
@@ -1174,7 +1179,7 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) callObserver(ctx context.Cont
 
 // remove ends the life of a document settled in the final pair: it deletes
 // it, if it is not Terminating yet, then removes the driver's finalizer.
-func (d *phaseDriver[Spec, Status, PStatus, S, P]) remove(ctx context.Context, obj *store.Object[Spec, Status]) (*store.Object[Spec, Status], pass, Result, error) {
+func (d *phaseDriver[Spec, Status, S, P]) remove(ctx context.Context, obj *store.Object[Spec, Status]) (*store.Object[Spec, Status], pass, Result, error) {
 	key := obj.Key
 	fo := &finObject[Spec, Status]{c: d.c, obj: obj, echoes: &d.echoes}
 	if !obj.Terminating() {

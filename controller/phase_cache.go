@@ -16,7 +16,7 @@ var errCacheBehind = errors.New("controller: the cache has not caught up with th
 
 // useCache makes the driver read its documents from f's informer of its
 // kind, behind a read-your-writes gate fed by that informer's revisions.
-func (d *phaseDriver[Spec, Status, PStatus, S, P]) useCache(f *informer.Factory) error {
+func (d *phaseDriver[Spec, Status, S, P]) useCache(f *informer.Factory) error {
 	inf, err := f.For(d.c.Kind())
 	if err != nil {
 		return fmt.Errorf("%w: driver of %s: %w", ErrInvalidConfig, d.c.Kind(), err)
@@ -30,7 +30,7 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) useCache(f *informer.Factory)
 }
 
 // listWatcher is what the driver's source watches.
-func (d *phaseDriver[Spec, Status, PStatus, S, P]) listWatcher() ListWatcher {
+func (d *phaseDriver[Spec, Status, S, P]) listWatcher() ListWatcher {
 	if d.factory != nil {
 		return d.factory
 	}
@@ -42,7 +42,7 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) listWatcher() ListWatcher {
 // (waiting at most WaitInterval, then failing to be retried with backoff);
 // otherwise it reads the store. A document that is not there is an error
 // matching store.ErrNotFound.
-func (d *phaseDriver[Spec, Status, PStatus, S, P]) read(ctx context.Context, key string, fresh bool) (*store.Object[Spec, Status], error) {
+func (d *phaseDriver[Spec, Status, S, P]) read(ctx context.Context, key string, fresh bool) (*store.Object[Spec, Status], error) {
 	if d.cache == nil || fresh {
 		return d.c.Get(ctx, key)
 	}

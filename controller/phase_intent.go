@@ -57,7 +57,7 @@ func (d *Driver[Spec, Status]) Settle(ctx context.Context, opts store.ListOption
 	return d.impl.cascade(ctx, opts, set, false)
 }
 
-func (d *phaseDriver[Spec, Status, PStatus, S, P]) updateSpec(ctx context.Context, key string, set func(*Spec)) (*store.Object[Spec, Status], error) {
+func (d *phaseDriver[Spec, Status, S, P]) updateSpec(ctx context.Context, key string, set func(*Spec)) (*store.Object[Spec, Status], error) {
 	obj, err := d.c.Get(ctx, key)
 	if err != nil {
 		return nil, err
@@ -67,7 +67,7 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) updateSpec(ctx context.Contex
 
 // writeSpec applies set to obj's spec and writes it, reading obj again and
 // applying set again on a conflict.
-func (d *phaseDriver[Spec, Status, PStatus, S, P]) writeSpec(ctx context.Context, obj *store.Object[Spec, Status], set func(*Spec)) (*store.Object[Spec, Status], error) {
+func (d *phaseDriver[Spec, Status, S, P]) writeSpec(ctx context.Context, obj *store.Object[Spec, Status], set func(*Spec)) (*store.Object[Spec, Status], error) {
 	for attempt := 0; ; attempt++ {
 		before, err := d.c.Encode(obj)
 		if err != nil {
@@ -97,7 +97,7 @@ func (d *phaseDriver[Spec, Status, PStatus, S, P]) writeSpec(ctx context.Context
 	}
 }
 
-func (d *phaseDriver[Spec, Status, PStatus, S, P]) cascade(ctx context.Context, opts store.ListOptions, set func(*Spec), untilGone bool) (statemachine.Outcome, error) {
+func (d *phaseDriver[Spec, Status, S, P]) cascade(ctx context.Context, opts store.ListOptions, set func(*Spec), untilGone bool) (statemachine.Outcome, error) {
 	if untilGone && set != nil && d.final == nil {
 		return statemachine.FailedTerminal, fmt.Errorf("%w: %s documents cannot be retired by intent: machine %s has no final pair",
 			ErrInvalidConfig, d.c.Kind(), d.m.Name())

@@ -419,3 +419,18 @@ func TestDriverSettle(t *testing.T) {
 		t.Fatalf("Retire once both are gone = %v, %v; want done", out, err)
 	}
 }
+
+// A Status without the machine's part is refused when the driver is built,
+// with an error that says what to embed.
+func TestNewDriverNeedsMachineStatus(t *testing.T) {
+	type bareStatus struct{ Endpoint string }
+	f := newGWFixture(t)
+	coll, err := store.NewCollection[gwSpec, bareStatus](f.mem, "ApiGateway", store.CollectionConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = controller.NewDriver(coll, f.m, controller.DriverConfig[gwSpec, bareStatus]{})
+	if !errors.Is(err, controller.ErrInvalidConfig) || !strings.Contains(err.Error(), "embed statemachine.Status[") {
+		t.Fatalf("err %v, want ErrInvalidConfig naming the status to embed", err)
+	}
+}

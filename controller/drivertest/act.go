@@ -14,7 +14,7 @@ import (
 )
 
 // act performs a and then checks the world's invariant.
-func (r *run[Spec, Status, PStatus, S, P]) act(a action[S]) {
+func (r *run[Spec, Status, S, P]) act(a action[S]) {
 	r.logf("%v", a)
 	switch a.kind {
 	case doIntent:
@@ -81,7 +81,7 @@ func (r *run[Spec, Status, PStatus, S, P]) act(a action[S]) {
 // write changes the document's spec as the user's API does: through the
 // driver's admission, which refuses an intent the machine does not accept
 // in the phase read.
-func (r *run[Spec, Status, PStatus, S, P]) write(set func(*Spec)) {
+func (r *run[Spec, Status, S, P]) write(set func(*Spec)) {
 	_, err := r.client.UpdateSpec(r.ctx, key, set)
 	switch {
 	case errors.Is(err, statemachine.ErrIntentRefused):
@@ -95,7 +95,7 @@ func (r *run[Spec, Status, PStatus, S, P]) write(set func(*Spec)) {
 
 // create creates the document with intent, and with another owner's
 // finalizer when hold is set.
-func (r *run[Spec, Status, PStatus, S, P]) create(intent S, hold bool) {
+func (r *run[Spec, Status, S, P]) create(intent S, hold bool) {
 	obj := &store.Object[Spec, Status]{Meta: store.Meta{Key: key}}
 	if r.cfg.NewSpec != nil {
 		obj.Spec = r.cfg.NewSpec()
@@ -113,7 +113,7 @@ func (r *run[Spec, Status, PStatus, S, P]) create(intent S, hold bool) {
 }
 
 // release removes the other owner's finalizer, if the document has it.
-func (r *run[Spec, Status, PStatus, S, P]) release() {
+func (r *run[Spec, Status, S, P]) release() {
 	for {
 		obj, err := r.coll.Get(r.ctx, key)
 		if errors.Is(err, store.ErrNotFound) || err == nil && !obj.HasFinalizer(holdFinalizer) {
@@ -137,7 +137,7 @@ func (r *run[Spec, Status, PStatus, S, P]) release() {
 // touchLabels writes the document's labels, as a user or another tool
 // would while a step runs: the driver's status write after the step
 // conflicts with it.
-func (r *run[Spec, Status, PStatus, S, P]) touchLabels() {
+func (r *run[Spec, Status, S, P]) touchLabels() {
 	for {
 		obj, err := r.coll.Get(r.ctx, key)
 		switch {
@@ -163,7 +163,7 @@ func (r *run[Spec, Status, PStatus, S, P]) touchLabels() {
 }
 
 // heal ends every fault in force.
-func (r *run[Spec, Status, PStatus, S, P]) heal() {
+func (r *run[Spec, Status, S, P]) heal() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.oneShot = nil
@@ -176,7 +176,7 @@ func (r *run[Spec, Status, PStatus, S, P]) heal() {
 // get returns the document as stored, or nil once it is removed. A status
 // never written reads as the machine's initial phase, as the driver reads
 // it.
-func (r *run[Spec, Status, PStatus, S, P]) get() (*store.Object[Spec, Status], bool) {
+func (r *run[Spec, Status, S, P]) get() (*store.Object[Spec, Status], bool) {
 	obj, err := r.coll.Get(r.ctx, key)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -185,14 +185,14 @@ func (r *run[Spec, Status, PStatus, S, P]) get() (*store.Object[Spec, Status], b
 		r.problem("reading the document: %v", err)
 		return nil, false
 	}
-	if st := status[Spec, Status, PStatus](obj); st.Phase == *new(P) {
+	if st := status[Spec, Status, S, P](obj); st.Phase == *new(P) {
 		st.Phase = r.cfg.Machine.Initial()
 	}
 	return obj, true
 }
 
 // invariant checks the world's invariant.
-func (r *run[Spec, Status, PStatus, S, P]) invariant(when string) {
+func (r *run[Spec, Status, S, P]) invariant(when string) {
 	if r.world.Invariant == nil {
 		return
 	}
@@ -209,7 +209,7 @@ func (r *run[Spec, Status, PStatus, S, P]) invariant(when string) {
 // condition: one-shot faults still hit the next call), lets the other owner
 // go and waits, up to the horizon, for the document to settle; then it
 // checks that the world matches it.
-func (r *run[Spec, Status, PStatus, S, P]) quiesce() {
+func (r *run[Spec, Status, S, P]) quiesce() {
 	r.logf("lasting faults heal; the document must settle within %v", r.cfg.Horizon)
 	r.mu.Lock()
 	clear(r.broken)
@@ -249,11 +249,11 @@ func (r *run[Spec, Status, PStatus, S, P]) quiesce() {
 const held = "held for an operator"
 
 // settled reports whether obj has settled, and describes where it is.
-func (r *run[Spec, Status, PStatus, S, P]) settled(obj *store.Object[Spec, Status]) (string, bool) {
+func (r *run[Spec, Status, S, P]) settled(obj *store.Object[Spec, Status]) (string, bool) {
 	if obj == nil {
 		return "removed", true
 	}
-	st := *status[Spec, Status, PStatus](obj)
+	st := *status[Spec, Status, S, P](obj)
 	intent := obj.Spec.Intent()
 	if obj.Terminating() && r.final != nil {
 		intent = *r.final
@@ -288,7 +288,7 @@ func (r *run[Spec, Status, PStatus, S, P]) settled(obj *store.Object[Spec, Statu
 // fingerprint describes the state a run has reached, for an exploration to
 // tell states apart: the document's intent, phase, operation, failure and
 // requests, and the faults in force.
-func (r *run[Spec, Status, PStatus, S, P]) fingerprint() string {
+func (r *run[Spec, Status, S, P]) fingerprint() string {
 	obj, _ := r.get()
 	if obj == nil {
 		return "removed" // nothing that happens next can matter
@@ -296,7 +296,7 @@ func (r *run[Spec, Status, PStatus, S, P]) fingerprint() string {
 	r.mu.Lock()
 	faults := fmt.Sprint(r.broken, r.oneShot, r.touch)
 	r.mu.Unlock()
-	st := status[Spec, Status, PStatus](obj)
+	st := status[Spec, Status, S, P](obj)
 	op := "-"
 	if st.Operation != nil {
 		op = fmt.Sprint(st.Operation.Phase, st.Operation.Done, st.Operation.Request, st.Operation.Attempts > 0)

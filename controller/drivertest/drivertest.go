@@ -19,21 +19,15 @@ import (
 // cases (-rapid.checks, 100 by default), each a new run with its own random
 // actions; a failing run is shrunk to a minimal list of actions, printed one
 // per line, and replays with -rapid.seed (or -rapid.failfile).
-func Check[Spec controller.HasIntent[S], Status any, PStatus interface {
-	*Status
-	controller.HasMachineStatus[S, P]
-}, S, P comparable](t *testing.T, cfg Config[Spec, Status, S, P]) {
+func Check[Spec controller.HasIntent[S], Status any, S, P comparable](t *testing.T, cfg Config[Spec, Status, S, P]) {
 	t.Helper()
-	rapid.Check(t, Property[Spec, Status, PStatus](t, cfg))
+	rapid.Check(t, Property[Spec, Status](t, cfg))
 }
 
 // Property returns the property [Check] runs, for a test that drives rapid
 // itself. t is the test's own: each case runs in a testing/synctest bubble
 // of t. An invalid cfg fails t at once.
-func Property[Spec controller.HasIntent[S], Status any, PStatus interface {
-	*Status
-	controller.HasMachineStatus[S, P]
-}, S, P comparable](t *testing.T, cfg Config[Spec, Status, S, P]) func(*rapid.T) {
+func Property[Spec controller.HasIntent[S], Status any, S, P comparable](t *testing.T, cfg Config[Spec, Status, S, P]) func(*rapid.T) {
 	t.Helper()
 	cfg, err := cfg.validate()
 	if err != nil {
@@ -44,7 +38,7 @@ func Property[Spec controller.HasIntent[S], Status any, PStatus interface {
 		// Every draw happens here, outside the run's bubble, where rapid
 		// may abort a case it is shrinking.
 		p := gen.Draw(rt, "run")
-		if f, _ := execute[Spec, Status, PStatus](t, cfg, p.seed, p.first, p.hold, p.actions); f != nil {
+		if f, _ := execute[Spec, Status](t, cfg, p.seed, p.first, p.hold, p.actions); f != nil {
 			rt.Fatal(f.Error())
 		}
 	}
@@ -53,16 +47,13 @@ func Property[Spec controller.HasIntent[S], Status any, PStatus interface {
 // RunOne runs the one random run seed picks, without rapid's search or
 // shrinking, and returns its failure or nil: to measure how many seeds find
 // a defect.
-func RunOne[Spec controller.HasIntent[S], Status any, PStatus interface {
-	*Status
-	controller.HasMachineStatus[S, P]
-}, S, P comparable](t *testing.T, cfg Config[Spec, Status, S, P], seed int) (*Failure, error) {
+func RunOne[Spec controller.HasIntent[S], Status any, S, P comparable](t *testing.T, cfg Config[Spec, Status, S, P], seed int) (*Failure, error) {
 	cfg, err := cfg.validate()
 	if err != nil {
 		return nil, err
 	}
 	p := planOf(cfg).Example(seed)
-	f, _ := execute[Spec, Status, PStatus](t, cfg, p.seed, p.first, p.hold, p.actions)
+	f, _ := execute[Spec, Status](t, cfg, p.seed, p.first, p.hold, p.actions)
 	return f, nil
 }
 
@@ -117,10 +108,7 @@ func (f *Failure) Error() string {
 // intent first, performs actions, then heals the lasting faults and checks
 // that the document settles. It returns the run's failure, or nil, and the
 // fingerprint of the state the actions left it in.
-func execute[Spec controller.HasIntent[S], Status any, PStatus interface {
-	*Status
-	controller.HasMachineStatus[S, P]
-}, S, P comparable](t *testing.T, cfg Config[Spec, Status, S, P], seed uint64, first S, hold bool, actions []action[S]) (*Failure, string) {
+func execute[Spec controller.HasIntent[S], Status any, S, P comparable](t *testing.T, cfg Config[Spec, Status, S, P], seed uint64, first S, hold bool, actions []action[S]) (*Failure, string) {
 	var (
 		f           *Failure
 		fingerprint string
@@ -136,7 +124,7 @@ func execute[Spec controller.HasIntent[S], Status any, PStatus interface {
 			log = append(log, fmt.Sprintf("%8s  ", virtual(time.Now()))+fmt.Sprintf(format, args...))
 		}
 		ctx, cancel := context.WithCancel(t.Context())
-		r, err := newRun[Spec, Status, PStatus](ctx, cfg, rand.New(rand.NewPCG(seed, seed>>1|1)), logf)
+		r, err := newRun[Spec, Status](ctx, cfg, rand.New(rand.NewPCG(seed, seed>>1|1)), logf)
 		if err != nil {
 			cancel()
 			f = &Failure{Problems: []string{err.Error()}}

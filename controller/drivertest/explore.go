@@ -13,12 +13,9 @@ import (
 // order of length, on a new run each, and fails t with the first that breaks
 // a property: a deterministic search, for small machines, that finds a
 // planted defect on every run. See [Search].
-func Explore[Spec controller.HasIntent[S], Status any, PStatus interface {
-	*Status
-	controller.HasMachineStatus[S, P]
-}, S, P comparable](t *testing.T, cfg Config[Spec, Status, S, P], depth int) {
+func Explore[Spec controller.HasIntent[S], Status any, S, P comparable](t *testing.T, cfg Config[Spec, Status, S, P], depth int) {
 	t.Helper()
-	f, err := Search[Spec, Status, PStatus](t, cfg, depth)
+	f, err := Search[Spec, Status](t, cfg, depth)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,10 +41,7 @@ func Explore[Spec controller.HasIntent[S], Status any, PStatus interface {
 // phase, operation, requests and faults) are not extended.
 //
 // Each sequence runs on a new store and world, built from one fixed seed.
-func Search[Spec controller.HasIntent[S], Status any, PStatus interface {
-	*Status
-	controller.HasMachineStatus[S, P]
-}, S, P comparable](t *testing.T, cfg Config[Spec, Status, S, P], depth int) (*Failure, error) {
+func Search[Spec controller.HasIntent[S], Status any, S, P comparable](t *testing.T, cfg Config[Spec, Status, S, P], depth int) (*Failure, error) {
 	t.Helper()
 	cfg, err := cfg.validate()
 	if err != nil {
@@ -66,7 +60,7 @@ func Search[Spec controller.HasIntent[S], Status any, PStatus interface {
 	// no shorter sequence reached.
 	try := func(n node) (*Failure, bool) {
 		actions := append([]action[S]{{kind: doStart}}, n.actions...)
-		f, fp := execute[Spec, Status, PStatus](t, cfg, 1, n.first, false, actions)
+		f, fp := execute[Spec, Status](t, cfg, 1, n.first, false, actions)
 		fresh := !seen[fp]
 		seen[fp] = true
 		return f, fresh

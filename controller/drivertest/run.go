@@ -44,10 +44,7 @@ const key = "doc"
 
 // run is one run of the harness: a memory store, the world, the replicas
 // running the driver, the faults in force and what the run has seen.
-type run[Spec controller.HasIntent[S], Status any, PStatus interface {
-	*Status
-	controller.HasMachineStatus[S, P]
-}, S, P comparable] struct {
+type run[Spec controller.HasIntent[S], Status any, S, P comparable] struct {
 	cfg     Config[Spec, Status, S, P]
 	ctx     context.Context
 	mem     *memory.Store
@@ -100,11 +97,8 @@ type streak struct {
 }
 
 // newRun makes the store, the world and the user's view of a run.
-func newRun[Spec controller.HasIntent[S], Status any, PStatus interface {
-	*Status
-	controller.HasMachineStatus[S, P]
-}, S, P comparable](ctx context.Context, cfg Config[Spec, Status, S, P], rnd *rand.Rand, logf func(string, ...any)) (*run[Spec, Status, PStatus, S, P], error) {
-	r := &run[Spec, Status, PStatus, S, P]{cfg: cfg, ctx: ctx, logf: logf,
+func newRun[Spec controller.HasIntent[S], Status any, S, P comparable](ctx context.Context, cfg Config[Spec, Status, S, P], rnd *rand.Rand, logf func(string, ...any)) (*run[Spec, Status, S, P], error) {
+	r := &run[Spec, Status, S, P]{cfg: cfg, ctx: ctx, logf: logf,
 		edges: map[statemachine.Edge[P]]bool{}, moot: map[string]bool{}, flips: map[string]int{}, broken: map[string]bool{},
 		partitioned: map[int]bool{}, inFlight: map[string]int{}, servedBy: map[string]map[string]bool{}}
 	var err error
@@ -117,7 +111,7 @@ func newRun[Spec controller.HasIntent[S], Status any, PStatus interface {
 	if r.coll, err = store.NewCollection[Spec, Status](r.mem, cfg.Kind, store.CollectionConfig{}); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	if r.client, err = controller.NewDriver[Spec, Status, PStatus](r.coll, cfg.Machine, r.world.Driver); err != nil {
+	if r.client, err = controller.NewDriver[Spec, Status](r.coll, cfg.Machine, r.world.Driver); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	r.backoff = cmp.Or[workqueue.Backoff](r.world.Driver.Backoff, workqueue.DefaultBackoff())
@@ -135,14 +129,14 @@ func newRun[Spec controller.HasIntent[S], Status any, PStatus interface {
 }
 
 // problem records a broken property; the run fails with the first.
-func (r *run[Spec, Status, PStatus, S, P]) problem(format string, args ...any) {
+func (r *run[Spec, Status, S, P]) problem(format string, args ...any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.problems = append(r.problems, fmt.Sprintf(format, args...))
 }
 
 // failed returns the problems recorded so far.
-func (r *run[Spec, Status, PStatus, S, P]) failed() []string {
+func (r *run[Spec, Status, S, P]) failed() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.problems)
@@ -183,16 +177,13 @@ func writeMoves[S, P comparable](m *statemachine.Machine[S, P]) map[statemachine
 	return moves
 }
 
-func status[Spec any, Status any, PStatus interface {
-	*Status
-	controller.HasMachineStatus[S, P]
-}, S, P comparable](obj *store.Object[Spec, Status]) *statemachine.Status[S, P] {
-	return PStatus(&obj.Status).MachineStatus()
+func status[Spec any, Status any, S, P comparable](obj *store.Object[Spec, Status]) *statemachine.Status[S, P] {
+	return any(&obj.Status).(controller.HasMachineStatus[S, P]).MachineStatus()
 }
 
 // start starts replica id: a new incarnation, with a new driver, controller
 // and manager over its own view of the store.
-func (r *run[Spec, Status, PStatus, S, P]) start(id int) error {
+func (r *run[Spec, Status, S, P]) start(id int) error {
 	rep := &replica{id: id, done: make(chan struct{})}
 	v := &view{Backend: r.mem, cut: func() error {
 		switch {
@@ -216,7 +207,7 @@ func (r *run[Spec, Status, PStatus, S, P]) start(id int) error {
 	for name, obs := range r.world.Driver.Observers {
 		dc.Observers[name] = r.observer(name, obs)
 	}
-	d, err := controller.NewDriver[Spec, Status, PStatus](coll, r.cfg.Machine, dc)
+	d, err := controller.NewDriver[Spec, Status](coll, r.cfg.Machine, dc)
 	if err != nil {
 		return err
 	}
@@ -263,7 +254,7 @@ const maxPerInstant = 10_000
 // reconciler wraps the driver's reconciles: it counts them per virtual
 // instant, and once the run has failed it parks them until the run ends, so
 // that a hot loop cannot keep the bubble busy forever.
-func (r *run[Spec, Status, PStatus, S, P]) reconciler(d controller.Reconciler) controller.Reconciler {
+func (r *run[Spec, Status, S, P]) reconciler(d controller.Reconciler) controller.Reconciler {
 	return controller.ReconcilerFunc(func(ctx context.Context, key string) (controller.Result, error) {
 		if r.park(ctx) {
 			return controller.Result{}, ctx.Err()
@@ -289,7 +280,7 @@ func (r *run[Spec, Status, PStatus, S, P]) reconciler(d controller.Reconciler) c
 
 // park blocks until ctx ends if the run has failed, and reports whether it
 // did.
-func (r *run[Spec, Status, PStatus, S, P]) park(ctx context.Context) bool {
+func (r *run[Spec, Status, S, P]) park(ctx context.Context) bool {
 	if len(r.failed()) == 0 {
 		return false
 	}
@@ -299,7 +290,7 @@ func (r *run[Spec, Status, PStatus, S, P]) park(ctx context.Context) bool {
 
 // crash kills replica id at once (its store calls fail from now on) and
 // starts a new incarnation once the old one has stopped.
-func (r *run[Spec, Status, PStatus, S, P]) crash(id int) {
+func (r *run[Spec, Status, S, P]) crash(id int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if id < len(r.replicas) {
@@ -309,7 +300,7 @@ func (r *run[Spec, Status, PStatus, S, P]) crash(id int) {
 
 // kill kills incarnation rep, unless it is dead already, and starts the
 // next once it has stopped. r.mu must be held.
-func (r *run[Spec, Status, PStatus, S, P]) kill(rep *replica) {
+func (r *run[Spec, Status, S, P]) kill(rep *replica) {
 	r.disruptions++ // a failure it had not recorded is retried at once
 	if r.stopping || !rep.dead.CompareAndSwap(false, true) {
 		return
@@ -328,7 +319,7 @@ func (r *run[Spec, Status, PStatus, S, P]) kill(rep *replica) {
 }
 
 // stop stops every replica and waits for them.
-func (r *run[Spec, Status, PStatus, S, P]) stop() {
+func (r *run[Spec, Status, S, P]) stop() {
 	r.mu.Lock()
 	r.stopping = true // no restart begins from now on
 	r.mu.Unlock()
@@ -343,7 +334,7 @@ func (r *run[Spec, Status, PStatus, S, P]) stop() {
 }
 
 // isPartitioned reports whether replica id is cut off the store.
-func (r *run[Spec, Status, PStatus, S, P]) isPartitioned(id int) bool {
+func (r *run[Spec, Status, S, P]) isPartitioned(id int) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.partitioned[id]
@@ -351,7 +342,7 @@ func (r *run[Spec, Status, PStatus, S, P]) isPartitioned(id int) bool {
 
 // step wraps a step of replica rep: it checks the calls, injects the faults
 // in force and records failures.
-func (r *run[Spec, Status, PStatus, S, P]) step(rep *replica, name string, step controller.Step[Spec, Status]) controller.Step[Spec, Status] {
+func (r *run[Spec, Status, S, P]) step(rep *replica, name string, step controller.Step[Spec, Status]) controller.Step[Spec, Status] {
 	return func(ctx context.Context, obj *store.Object[Spec, Status], opID string) (out statemachine.Outcome, err error) {
 		if r.park(ctx) {
 			return statemachine.Failed, ctx.Err()
@@ -395,7 +386,7 @@ func (r *run[Spec, Status, PStatus, S, P]) step(rep *replica, name string, step 
 // enter checks a step call as it starts and returns the fault it is to
 // suffer (kind doIntent: none), and whether someone else writes the
 // document's labels during it.
-func (r *run[Spec, Status, PStatus, S, P]) enter(rep *replica, name string, obj *store.Object[Spec, Status], opID string, now time.Time) (action[S], bool) {
+func (r *run[Spec, Status, S, P]) enter(rep *replica, name string, obj *store.Object[Spec, Status], opID string, now time.Time) (action[S], bool) {
 	stored, storedErr := r.coll.Get(r.ctx, obj.Key)
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -410,7 +401,7 @@ func (r *run[Spec, Status, PStatus, S, P]) enter(rep *replica, name string, obj 
 	// with each), the initial phase's, whose id is the document's UID.
 	var ms *statemachine.Status[S, P]
 	if storedErr == nil && stored.UID == obj.UID {
-		ms = status[Spec, Status, PStatus](stored)
+		ms = status[Spec, Status, S, P](stored)
 	}
 	switch {
 	case ms == nil: // removed meanwhile: nothing to check against
@@ -452,7 +443,7 @@ func (r *run[Spec, Status, PStatus, S, P]) enter(rep *replica, name string, obj 
 }
 
 // exit records how a step call ended.
-func (r *run[Spec, Status, PStatus, S, P]) exit(rep *replica, obj *store.Object[Spec, Status], name, opID string, out statemachine.Outcome, err error) {
+func (r *run[Spec, Status, S, P]) exit(rep *replica, obj *store.Object[Spec, Status], name, opID string, out statemachine.Outcome, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.inFlight[obj.Key] = 0
@@ -482,7 +473,7 @@ func callsWithin(b workqueue.Backoff, d time.Duration) int {
 }
 
 // observer wraps an observer: a flipped condition reads false.
-func (r *run[Spec, Status, PStatus, S, P]) observer(name string, obs controller.Observer[Spec, Status]) controller.Observer[Spec, Status] {
+func (r *run[Spec, Status, S, P]) observer(name string, obs controller.Observer[Spec, Status]) controller.Observer[Spec, Status] {
 	return func(ctx context.Context, obj *store.Object[Spec, Status]) (bool, string, error) {
 		ok, reason, err := obs(ctx, obj)
 		r.mu.Lock()
@@ -499,7 +490,7 @@ func (r *run[Spec, Status, PStatus, S, P]) observer(name string, obs controller.
 // phase moves only along the machine's edges, and every request token is
 // carried by at most one operation and recorded served only once one has
 // carried it.
-func (r *run[Spec, Status, PStatus, S, P]) watch(ctx context.Context) {
+func (r *run[Spec, Status, S, P]) watch(ctx context.Context) {
 	w, err := r.mem.Watch(ctx, r.cfg.Kind, 0)
 	if err != nil {
 		r.problem("watching %s: %v", r.cfg.Kind, err)
@@ -523,7 +514,7 @@ func (r *run[Spec, Status, PStatus, S, P]) watch(ctx context.Context) {
 			r.problem("decoding %s %q: %v", r.cfg.Kind, ev.Document.Meta.Key, err)
 			continue
 		}
-		ms := status[Spec, Status, PStatus](obj)
+		ms := status[Spec, Status, S, P](obj)
 		phase := ms.Phase
 		if len(ev.Document.Status) == 0 {
 			phase = r.cfg.Machine.Initial()
@@ -538,7 +529,7 @@ func (r *run[Spec, Status, PStatus, S, P]) watch(ctx context.Context) {
 }
 
 // requests checks the request bookkeeping of one written status.
-func (r *run[Spec, Status, PStatus, S, P]) requests(ms *statemachine.Status[S, P]) {
+func (r *run[Spec, Status, S, P]) requests(ms *statemachine.Status[S, P]) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if op := ms.Operation; op != nil && op.Request != "" {
@@ -638,7 +629,7 @@ func joinLines(lines []string) string { return "  " + strings.Join(lines, "\n  "
 
 // logger returns the logger of replica id's controllers and manager: their
 // logs join the run's, when cfg.ControllerLogs is set.
-func (r *run[Spec, Status, PStatus, S, P]) logger(id int) *zap.Logger {
+func (r *run[Spec, Status, S, P]) logger(id int) *zap.Logger {
 	if !r.cfg.ControllerLogs {
 		return nil
 	}

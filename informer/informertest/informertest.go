@@ -15,6 +15,7 @@ import (
 
 	"github.com/tendhq/tend/informer"
 	"github.com/tendhq/tend/store"
+	"github.com/tendhq/tend/store/backend"
 )
 
 // kind is the kind the suite asks newBackend for.
@@ -26,7 +27,7 @@ const checkTimeout = 60 * time.Second
 
 // Run runs the suite, one subtest per property, each on a fresh backend from
 // newBackend configured with the kinds given (the suite asks for "Widget").
-// The backend must implement store.Compactor, directly or through the
+// The backend must implement backend.Compactor, directly or through the
 // test's wrapper, as store/storetest requires.
 func Run(t *testing.T, newBackend func(t *testing.T, kinds []string) store.Backend) {
 	t.Helper()
@@ -360,9 +361,9 @@ func checkResume(ctx context.Context, t *testing.T, b store.Backend) {
 // checkRelist: when the history the watch needs was compacted while it was
 // away, the informer lists again and delivers the differences as changes.
 func checkRelist(ctx context.Context, t *testing.T, b store.Backend) {
-	compactor, ok := b.(store.Compactor)
+	compactor, ok := b.(backend.Compactor)
 	if !ok {
-		t.Fatal("the backend does not implement store.Compactor")
+		t.Fatal("the backend does not implement backend.Compactor")
 	}
 	a := create(ctx, t, b, "a", nil)
 	b0 := create(ctx, t, b, "b", nil)
