@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -90,7 +91,7 @@ type Controller struct {
 	limiter   workqueue.RateLimiter[string]
 	timeout   time.Duration
 	grace     time.Duration
-	log       *zap.Logger // nil when logging is off
+	log       *zap.Logger // a no-op logger when logging is off
 	reg       prometheus.Registerer
 	metrics   *metrics     // nil when metrics are off
 	tracer    trace.Tracer // nil when tracing is off
@@ -134,9 +135,7 @@ func New(cfg Config) (*Controller, error) {
 	if c.limiter == nil {
 		c.limiter = workqueue.DefaultControllerRateLimiter[string]()
 	}
-	if cfg.Logger != nil {
-		c.log = cfg.Logger.Named(cfg.Name).With(zap.String("controller", cfg.Name))
-	}
+	c.log = cmp.Or(cfg.Logger, zap.NewNop()).Named(cfg.Name).With(zap.String("controller", cfg.Name))
 	if c.reg != nil {
 		m, err := newMetrics(c.reg, cfg.Name)
 		if err != nil {
@@ -244,9 +243,7 @@ func (c *Controller) run(stop, base context.Context, g gate) error {
 			}
 		})
 	}
-	if c.log != nil {
-		c.log.Info("controller started", zap.Int("workers", c.workers), zap.Int("sources", len(c.sources)))
-	}
+	c.log.Info("controller started", zap.Int("workers", c.workers), zap.Int("sources", len(c.sources)))
 
 	<-sourceCtx.Done()
 	r.stopping.Store(true)
@@ -255,22 +252,18 @@ func (c *Controller) run(stop, base context.Context, g gate) error {
 	grace, cancelGrace := context.WithTimeout(context.WithoutCancel(stop), c.grace)
 	if err := q.ShutDownWithDrain(grace); err != nil {
 		cancelWork(errShutdownTimeout)
-		if c.log != nil {
-			c.log.Warn("shutdown grace period over: cancelling in-flight reconciles", zap.Duration("gracePeriod", c.grace))
-		}
+		c.log.Warn("shutdown grace period over: cancelling in-flight reconciles", zap.Duration("gracePeriod", c.grace))
 	}
 	cancelGrace()
 	workers.Wait()
-	if c.log != nil {
-		c.log.Info("controller stopped")
-	}
+	c.log.Info("controller stopped")
 	return errors.Join(failed...)
 }
 
 // debug returns the controller's logger when it logs at debug level, else
 // nil, so that debug fields are built only when they will be written.
 func (c *Controller) debug() *zap.Logger {
-	if c.log != nil && c.log.Core().Enabled(zapcore.DebugLevel) {
+	if c.log.Core().Enabled(zapcore.DebugLevel) {
 		return c.log
 	}
 	return nil
@@ -326,7 +319,7 @@ func (r *runner) relistOnGain(ctx context.Context, gained <-chan struct{}) {
 			if !ok {
 				continue
 			}
-			if err := l.relist(ctx, r); err != nil && ctx.Err() == nil && r.c.log != nil {
+			if err := l.relist(ctx, r); err != nil && ctx.Err() == nil {
 				r.c.log.Error("listing again after gaining keys", zap.Error(err))
 			}
 		}
@@ -372,7 +365,8 @@ func (r *runner) reconcile(ctx context.Context, key string) {
 			attrController.String(c.name), attrKey.String(key), attrReconcileID.String(id)))
 	}
 	log := c.log
-	if log != nil {
+	if log.Core().Enabled(zapcore.ErrorLevel) {
+		// The reconcile's fields are built only for a logger that writes.
 		if span != nil && span.SpanContext().IsValid() {
 			sc := span.SpanContext()
 			log = log.With(zap.String("key", key), zap.String("reconcileID", id),
@@ -402,43 +396,37 @@ func (r *runner) reconcile(ctx context.Context, key string) {
 		o = outcomeRequeueAfter
 		r.q.Forget(key)
 		r.q.AddAfter(key, res.RequeueAfter)
-		if log != nil && c.debug() != nil {
+		if c.debug() != nil {
 			log.Debug("reconciled; queued again", zap.Duration("after", res.RequeueAfter), zap.Duration("took", elapsed))
 		}
 	case err == nil:
 		o = outcomeSuccess
 		r.q.Forget(key)
-		if log != nil && c.debug() != nil {
+		if c.debug() != nil {
 			log.Debug("reconciled", zap.Duration("took", elapsed))
 		}
 	case !panicked && errors.Is(err, ErrTerminal):
 		o = outcomeTerminal
 		r.q.Forget(key)
-		if log != nil {
-			log.Error("reconcile failed; not retrying", zap.Error(err))
-		}
+		log.Error("reconcile failed; not retrying", zap.Error(err))
 	case !panicked && errors.As(err, &retry):
 		o = outcomeError
 		r.q.Forget(key)
 		r.q.AddAfter(key, retry.after)
-		if log != nil {
-			log.Error("reconcile failed", zap.Error(err), zap.Duration("retryAfter", retry.after))
-		}
+		log.Error("reconcile failed", zap.Error(err), zap.Duration("retryAfter", retry.after))
 	default:
 		o = outcomeError
 		if panicked {
 			o = outcomePanic
 		}
 		r.q.AddRateLimited(key)
-		if log != nil {
-			switch {
-			case ctx.Err() != nil && !timedOut:
-				log.Debug("reconcile interrupted", zap.Error(err))
-			case res.RequeueAfter > 0:
-				log.Error("reconcile failed; RequeueAfter ignored", zap.Error(err))
-			default:
-				log.Error("reconcile failed", zap.Error(err))
-			}
+		switch {
+		case ctx.Err() != nil && !timedOut:
+			log.Debug("reconcile interrupted", zap.Error(err))
+		case res.RequeueAfter > 0:
+			log.Error("reconcile failed; RequeueAfter ignored", zap.Error(err))
+		default:
+			log.Error("reconcile failed", zap.Error(err))
 		}
 	}
 	c.metrics.record(o, elapsed, timedOut)

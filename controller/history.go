@@ -75,9 +75,7 @@ func (d *phaseDriver[Spec, Status, S, P]) redacting(ctx context.Context, log *za
 	if l, ok := ctx.Value(loggerKey{}).(*zap.Logger); ok {
 		ctx = context.WithValue(ctx, loggerKey{}, scrubLogger(l, sc))
 	}
-	if log != nil {
-		log = scrubLogger(log, sc)
-	}
+	log = scrubLogger(log, sc)
 	return ctx, log, sc
 }
 

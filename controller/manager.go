@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -171,7 +172,7 @@ type Manager struct {
 	stuckAfter  time.Duration // 0 when reconciles are never reported stuck
 	onChange    func(Leadership)
 	informers   *informer.Factory // nil when the sources watch on their own
-	log         *zap.Logger       // nil when logging is off
+	log         *zap.Logger       // a no-op logger when logging is off
 	metrics     *managerMetrics   // nil when metrics are off
 	notify      chan struct{}     // capacity 1: the leadership may have changed
 
@@ -245,9 +246,7 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 		host, _ := os.Hostname()
 		m.identity = host + "-" + strconv.FormatUint(rand.Uint64()&0xffffffffffff, 36)
 	}
-	if cfg.Logger != nil {
-		m.log = cfg.Logger.Named("manager").With(zap.String("identity", m.identity))
-	}
+	m.log = cmp.Or(cfg.Logger, zap.NewNop()).Named("manager").With(zap.String("identity", m.identity))
 	if cfg.MetricsRegisterer != nil {
 		mm, err := newManagerMetrics(cfg.MetricsRegisterer, m)
 		if err != nil {
@@ -338,7 +337,7 @@ func (m *Manager) runAll(stop, base context.Context, g gate) error {
 func (m *Manager) release(ctx context.Context, l store.Lease) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.renew)
 	defer cancel()
-	if err := m.leaser.ReleaseLease(ctx, l); err != nil && m.log != nil {
+	if err := m.leaser.ReleaseLease(ctx, l); err != nil {
 		m.log.Warn("releasing lease", zap.String("lease", l.Name), zap.Error(err))
 	}
 }
@@ -372,7 +371,7 @@ func (m *Manager) keep(ctx context.Context, h *held) {
 		h.extend(l, start.Add(m.ttl-m.renew))
 	case errors.Is(err, store.ErrLeaseLost):
 		h.end(store.ErrLeaseLost)
-	case ctx.Err() == nil && m.log != nil:
+	case ctx.Err() == nil:
 		m.log.Warn("renewing lease", zap.String("lease", h.current().Name), zap.Error(err))
 	}
 }
@@ -387,7 +386,7 @@ func (m *Manager) runLeader(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			if !errors.Is(err, store.ErrLeaseHeld) && m.log != nil {
+			if !errors.Is(err, store.ErrLeaseHeld) {
 				m.log.Warn("taking the lead", zap.Error(err))
 			}
 			if !sleep(ctx, m.renew) {
@@ -395,16 +394,12 @@ func (m *Manager) runLeader(ctx context.Context) error {
 			}
 			continue
 		}
-		if m.log != nil {
-			m.log.Info("leading", zap.Int64("fence", h.current().Fence))
-		}
+		m.log.Info("leading", zap.Int64("fence", h.current().Fence))
 		err = m.lead(ctx, h)
 		if err != nil || ctx.Err() != nil {
 			return err
 		}
-		if m.log != nil {
-			m.log.Warn("lost the lead; standing by", zap.Error(context.Cause(h.ctx)))
-		}
+		m.log.Warn("lost the lead; standing by", zap.Error(context.Cause(h.ctx)))
 	}
 }
 

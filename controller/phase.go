@@ -594,8 +594,6 @@ func (d *phaseDriver[Spec, Status, S, P]) reconcile(ctx context.Context, key str
 	log := LoggerFrom(ctx)
 	if log.Core().Enabled(zapcore.ErrorLevel) {
 		log = log.With(zap.String("kind", d.c.Kind()))
-	} else {
-		log = nil
 	}
 	var (
 		obj *store.Object[Spec, Status]
@@ -960,14 +958,13 @@ func (d *phaseDriver[Spec, Status, S, P]) settledMoves(log *zap.Logger, key stri
 	switch {
 	case len(dec.Drift) > 0:
 		d.metrics.drift(dec.Phase)
-		if log != nil {
+		if ce := log.Check(zap.WarnLevel, "drift: repairing"); ce != nil {
 			observed := make([]string, len(dec.Drift))
 			for i, r := range dec.Drift {
 				c, _ := st.Condition(r.Condition)
 				observed[i] = fmt.Sprintf("%s=%t (%s)", r.Condition, c.Status, c.Reason)
 			}
-			log.Warn("drift: repairing", zap.String("key", key), zap.Any("phase", dec.Phase), zap.Any("repair", dec.Next),
-				zap.Strings("observed", observed))
+			ce.Write(zap.String("key", key), zap.Any("phase", dec.Phase), zap.Any("repair", dec.Next), zap.Strings("observed", observed))
 		}
 	case dec.Request != "":
 		result := "served"
@@ -997,10 +994,8 @@ func until(now time.Time, d time.Duration, deadline time.Time) time.Duration {
 func (d *phaseDriver[Spec, Status, S, P]) report(ctx context.Context, log *zap.Logger, key string, intent S, read, next statemachine.Status[S, P], now time.Time) {
 	if next.Refused != nil && (read.Refused == nil || *read.Refused != *next.Refused) {
 		d.metrics.refused(next.Phase)
-		if log != nil {
-			log.Warn("intent refused", zap.Any("intent", next.Refused.Intent), zap.Any("phase", next.Phase),
-				zap.String("reason", next.Refused.Reason), zap.Any("serving", next.Target))
-		}
+		log.Warn("intent refused", zap.Any("intent", next.Refused.Intent), zap.Any("phase", next.Phase),
+			zap.String("reason", next.Refused.Reason), zap.Any("serving", next.Target))
 	}
 	if next.Phase == read.Phase {
 		return
@@ -1013,12 +1008,12 @@ func (d *phaseDriver[Spec, Status, S, P]) report(ctx context.Context, log *zap.L
 	if failed {
 		d.metrics.failed(read.Phase, next.Failure.Cause) // the reconcile's error says why
 	}
-	if log != nil {
+	if ce := log.Check(zap.InfoLevel, "phase changed"); ce != nil {
 		fields := []zap.Field{zap.Any("from", read.Phase), zap.Any("to", next.Phase), zap.Any("intent", intent)}
 		if !read.Since.IsZero() {
 			fields = append(fields, zap.Duration("after", now.Sub(read.Since)))
 		}
-		log.Info("phase changed", fields...)
+		ce.Write(fields...)
 	}
 }
 

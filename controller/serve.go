@@ -140,9 +140,7 @@ func (m *Manager) ServeListener(ctx context.Context, l net.Listener, cfg Handler
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}
-	if m.log != nil {
-		m.log.Info("serving health", zap.Stringer("address", l.Addr()))
-	}
+	m.log.Info("serving health", zap.Stringer("address", l.Addr()))
 	served := make(chan struct{})
 	var shutdown sync.WaitGroup
 	shutdown.Go(func() {

@@ -165,7 +165,7 @@ func (s *sharder) run(stop, life context.Context) {
 		if stop.Err() == nil {
 			if l, err := s.m.leaser.AcquireLease(life, s.m.prefix+"member/"+s.m.identity, s.m.identity, s.m.ttl); err == nil {
 				member = &l
-			} else if s.m.log != nil && life.Err() == nil {
+			} else if life.Err() == nil {
 				s.m.log.Warn("announcing membership", zap.Error(err))
 			}
 		}
@@ -211,15 +211,11 @@ func (s *sharder) round(ctx context.Context, balance bool) {
 		case !gone:
 		case lost:
 			sh.stopWork(store.ErrLeaseLost)
-			if s.m.log != nil {
-				s.m.log.Warn("lost shard", zap.Int("shard", i), zap.Error(context.Cause(sh.h.ctx)))
-			}
+			s.m.log.Warn("lost shard", zap.Int("shard", i), zap.Error(context.Cause(sh.h.ctx)))
 		default:
 			sh.h.end(errShardGivenUp)
 			s.m.release(ctx, sh.h.current())
-			if s.m.log != nil {
-				s.m.log.Info("gave up shard", zap.Int("shard", i))
-			}
+			s.m.log.Info("gave up shard", zap.Int("shard", i))
 		}
 	}
 	if balance && ctx.Err() == nil {
@@ -234,7 +230,7 @@ func (s *sharder) round(ctx context.Context, balance bool) {
 func (s *sharder) balance(ctx context.Context) {
 	members, err := s.m.leaser.ListLeases(ctx, s.m.prefix+"member/")
 	if err != nil {
-		if s.m.log != nil && ctx.Err() == nil {
+		if ctx.Err() == nil {
 			s.m.log.Warn("listing members", zap.Error(err))
 		}
 		return
@@ -282,7 +278,7 @@ func (s *sharder) balance(ctx context.Context) {
 
 	leases, err := s.m.leaser.ListLeases(ctx, s.m.prefix+"shard/")
 	if err != nil {
-		if s.m.log != nil && ctx.Err() == nil {
+		if ctx.Err() == nil {
 			s.m.log.Warn("listing shards", zap.Error(err))
 		}
 		return
@@ -309,7 +305,7 @@ func (s *sharder) balance(ctx context.Context) {
 		}
 		h, err := s.m.acquire(ctx, context.WithoutCancel(ctx), s.shardName(i))
 		if err != nil {
-			if !errors.Is(err, store.ErrLeaseHeld) && s.m.log != nil && ctx.Err() == nil {
+			if !errors.Is(err, store.ErrLeaseHeld) && ctx.Err() == nil {
 				s.m.log.Warn("taking shard", zap.Int("shard", i), zap.Error(err))
 			}
 			continue
@@ -322,9 +318,7 @@ func (s *sharder) balance(ctx context.Context) {
 		context.AfterFunc(h.ctx, func() { s.setLive(i, false); s.poke() })
 		need--
 		gained = true
-		if s.m.log != nil {
-			s.m.log.Info("took shard", zap.Int("shard", i), zap.Int64("fence", h.current().Fence))
-		}
+		s.m.log.Info("took shard", zap.Int("shard", i), zap.Int64("fence", h.current().Fence))
 	}
 	if gained {
 		s.mu.Lock()

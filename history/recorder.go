@@ -88,7 +88,7 @@ type Recorder struct {
 	bufferSize int
 	interval   time.Duration
 	replica    string
-	log        *zap.Logger // nil when logging is off
+	log        *zap.Logger // a no-op logger when logging is off
 
 	written prometheus.Counter // nil when metrics are off
 	dropped *prometheus.CounterVec
@@ -126,9 +126,7 @@ func NewRecorder(b store.Backend, cfg RecorderConfig) (*Recorder, error) {
 		wake:       make(chan struct{}, 1),
 		drops:      map[string]uint64{},
 	}
-	if cfg.Logger != nil {
-		r.log = cfg.Logger.Named("history")
-	}
+	r.log = cmp.Or(cfg.Logger, zap.NewNop()).Named("history")
 	if reg := cfg.MetricsRegisterer; reg != nil {
 		r.written = prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "tend_history_entries_written_total",
@@ -252,9 +250,7 @@ func (r *Recorder) Flush(ctx context.Context) (dropped int) {
 	}
 	if dropped > 0 {
 		r.drop(DropWriteFailed, dropped)
-		if r.log != nil {
-			r.log.Warn("history entries dropped: write failed", zap.Int("dropped", dropped), zap.Error(firstErr))
-		}
+		r.log.Warn("history entries dropped: write failed", zap.Int("dropped", dropped), zap.Error(firstErr))
 	}
 	return dropped
 }
