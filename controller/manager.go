@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tendhq/tend/internal/wait"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
@@ -389,7 +391,7 @@ func (m *Manager) runLeader(ctx context.Context) error {
 			if !errors.Is(err, store.ErrLeaseHeld) {
 				m.log.Warn("taking the lead", zap.Error(err))
 			}
-			if !sleep(ctx, m.renew) {
+			if wait.Sleep(ctx, m.renew) != nil {
 				return nil
 			}
 			continue

@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -252,7 +251,7 @@ func (s *resyncSource) Start(ctx context.Context, e Enqueuer) error {
 			return nil
 		case <-t.C:
 		}
-		if err := s.relist(ctx, e); err != nil && ctx.Err() == nil && fatal(err) {
+		if err := s.relist(ctx, e); err != nil && ctx.Err() == nil && informer.Permanent(err) {
 			return fmt.Errorf("controller: resync of %s: %w", s.kind, err)
 		}
 	}
@@ -267,21 +266,4 @@ func (s *resyncSource) relist(ctx context.Context, e Enqueuer) error {
 		e.EnqueueLow(r.Items[i].Meta.Key, s.reason)
 	}
 	return nil
-}
-
-// fatal reports whether a store error cannot go away by retrying.
-func fatal(err error) bool {
-	return errors.Is(err, store.ErrUnknownKind) || errors.Is(err, store.ErrInvalid) || errors.Is(err, store.ErrClosed)
-}
-
-// sleep waits for d; it returns false if ctx ended first.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tendhq/tend/internal/wait"
+
 	"github.com/tendhq/tend/store"
 )
 
@@ -182,7 +184,7 @@ func (i *Informer) Run(ctx context.Context) error {
 			}
 		case errors.Is(err, store.ErrWatchLagged):
 			continue
-		case fatal(err):
+		case Permanent(err):
 			err = fmt.Errorf("informer %s: %w", i.kind, err)
 			i.fail(err)
 			return err
@@ -191,7 +193,7 @@ func (i *Informer) Run(ctx context.Context) error {
 		if i.onError != nil {
 			i.onError(fmt.Errorf("informer %s: %w", i.kind, err))
 		}
-		if !sleep(ctx, i.backoff(failures)) {
+		if wait.Sleep(ctx, i.backoff(failures)) != nil {
 			return nil
 		}
 	}
@@ -210,21 +212,11 @@ func (i *Informer) follow(ctx context.Context, w store.Watch) (received bool, er
 	}
 }
 
-// fatal reports whether a store error cannot go away by retrying.
-func fatal(err error) bool {
+// Permanent reports whether a store error is one that retrying cannot mend
+// (store.ErrUnknownKind, store.ErrInvalid, store.ErrClosed): the errors
+// [Informer.Run] ends on, where it retries any other.
+func Permanent(err error) bool {
 	return errors.Is(err, store.ErrUnknownKind) || errors.Is(err, store.ErrInvalid) || errors.Is(err, store.ErrClosed)
-}
-
-// sleep waits for d; it returns false if ctx ended first.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 // replace makes the cache the list res and delivers the differences.

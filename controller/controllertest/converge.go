@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tendhq/tend/internal/wait"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tendhq/tend/controller"
@@ -249,7 +251,7 @@ func converge(b *testing.B, cfg ConvergeConfig, backend store.Backend, docs, wor
 		if n >= docs {
 			break
 		}
-		if err := sleep(ctx, 10*time.Millisecond); err != nil {
+		if err := wait.Sleep(ctx, 10*time.Millisecond); err != nil {
 			return run{}, err
 		}
 	}

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tendhq/tend/internal/wait"
+
 	"github.com/tendhq/tend/controller"
 	"github.com/tendhq/tend/store"
 )
@@ -148,7 +150,7 @@ func runReplica(cfg FailoverConfig, id string) error {
 		if st.Generation == d.Meta.Generation {
 			return controller.Result{}, nil
 		}
-		if err := sleep(ctx, work); err != nil {
+		if err := wait.Sleep(ctx, work); err != nil {
 			return controller.Result{}, err
 		}
 		d.Status, _ = json.Marshal(widgetStatus{Generation: d.Meta.Generation, By: id, Fence: f.Token})
@@ -283,7 +285,7 @@ func Failover(t *testing.T, cfg FailoverConfig) {
 		if len(owned) == 3 && len(owned["replica-a"]) == 4 && len(owned["replica-b"]) == 4 && len(owned["replica-c"]) == 4 {
 			break
 		}
-		if err := sleep(ctx, 50*time.Millisecond); err != nil {
+		if err := wait.Sleep(ctx, 50*time.Millisecond); err != nil {
 			t.Fatalf("shards never spread over the replicas: %v (last: %v)", err, owned)
 		}
 	}
@@ -291,7 +293,7 @@ func Failover(t *testing.T, cfg FailoverConfig) {
 	// Keep changing specs while one replica dies.
 	writer := make(chan error, 1)
 	go func() { writer <- changeSpecs(ctx, s, keys, churn) }()
-	if err := sleep(ctx, time.Second); err != nil {
+	if err := wait.Sleep(ctx, time.Second); err != nil {
 		t.Fatal(err)
 	}
 	victim := replicas["replica-b"]
@@ -313,7 +315,7 @@ func Failover(t *testing.T, cfg FailoverConfig) {
 		if len(owned[victim.id]) == 0 && len(owned["replica-a"])+len(owned["replica-c"]) == failoverShards {
 			break
 		}
-		if err := sleep(ctx, 20*time.Millisecond); err != nil {
+		if err := wait.Sleep(ctx, 20*time.Millisecond); err != nil {
 			t.Fatalf("shards %v of the killed replica never moved: %v (last: %v)", orphans, err, owned)
 		}
 	}
@@ -343,7 +345,7 @@ func Failover(t *testing.T, cfg FailoverConfig) {
 		if pending == 0 {
 			break
 		}
-		if err := sleep(ctx, 50*time.Millisecond); err != nil {
+		if err := wait.Sleep(ctx, 50*time.Millisecond); err != nil {
 			t.Fatalf("%d documents never converged: %v", pending, err)
 		}
 	}
@@ -424,20 +426,9 @@ func changeSpecs(ctx context.Context, s store.Backend, keys []string, d time.Dur
 		if _, err := s.UpdateSpec(ctx, doc); err != nil && !errors.Is(err, store.ErrConflict) {
 			return err
 		}
-		if err := sleep(ctx, 5*time.Millisecond); err != nil {
+		if err := wait.Sleep(ctx, 5*time.Millisecond); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

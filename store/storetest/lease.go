@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/tendhq/tend/internal/wait"
+
 	"github.com/tendhq/tend/store"
 	"github.com/tendhq/tend/store/backend"
 )
@@ -171,7 +173,7 @@ func checkLeaseExpiry(ctx context.Context, b store.Backend) error {
 		if !errors.Is(err, store.ErrLeaseHeld) {
 			return fmt.Errorf("acquire after expiry: %w", err)
 		}
-		if err := sleep(ctx, pollStep); err != nil {
+		if err := wait.Sleep(ctx, pollStep); err != nil {
 			return fmt.Errorf("lease %q never expired: %w", name, err)
 		}
 	}
@@ -295,7 +297,7 @@ func checkFencing(ctx context.Context, b store.Backend) error {
 		got, err := b.UpdateStatus(fc, up)
 		if err == nil {
 			d = got
-			if err := sleep(ctx, pollStep); err != nil {
+			if err := wait.Sleep(ctx, pollStep); err != nil {
 				return fmt.Errorf("fenced writes still succeed long after the lease's TTL of %v: %w", shortTTL, err)
 			}
 			continue
@@ -368,16 +370,4 @@ func checkFencingRefused(ctx context.Context, b store.Backend, want error) error
 		return fmt.Errorf("unfenced write after refused fenced writes: %w", err)
 	}
 	return nil
-}
-
-// sleep waits for d or until ctx is done.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
