@@ -51,10 +51,10 @@ const (
 	OrphanFinalizer     = "tend.dev/orphan"
 )
 
-// ErrTerminating is returned by [Delete] for a document that is already
+// ErrPolicyChange is returned by [Delete] for a document that is already
 // Terminating under another policy: its finalizers can no longer be changed to
 // the policy asked for.
-var ErrTerminating = errors.New("cascade: document already terminating under another policy")
+var ErrPolicyChange = errors.New("cascade: document already terminating under another policy")
 
 // ErrInvalidPolicy is returned by [Delete] for a Policy that is not one of the
 // constants.
@@ -73,7 +73,7 @@ const maxAttempts = 5
 //
 // Deleting a document that is already Terminating under the same policy
 // succeeds and changes nothing; under another policy it fails with
-// [ErrTerminating]. A missing document fails with an error matching
+// [ErrPolicyChange]. A missing document fails with an error matching
 // [store.ErrNotFound].
 func Delete(ctx context.Context, b store.Backend, kind, key string, policy Policy) error {
 	if policy < Background || policy > Orphan {
@@ -99,7 +99,7 @@ func deleteDocument(ctx context.Context, b store.Writer, doc store.Document, pol
 		if policyOf(m) == policy {
 			return nil
 		}
-		return fmt.Errorf("%w: %s %q is terminating under %s, not %s", ErrTerminating, m.Kind, m.Key, policyOf(m), policy)
+		return fmt.Errorf("%w: %s %q is terminating under %s, not %s", ErrPolicyChange, m.Kind, m.Key, policyOf(m), policy)
 	}
 	if want := withPolicy(m.Finalizers, policy); !slices.Equal(want, m.Finalizers) {
 		m.Finalizers = want

@@ -37,7 +37,7 @@ func TestDelete(t *testing.T) {
 		{name: "again under the same policy", finalizers: []string{cascade.ForegroundFinalizer},
 			terminating: true, policy: cascade.Foreground, want: []string{cascade.ForegroundFinalizer}},
 		{name: "again under another policy", finalizers: []string{cascade.ForegroundFinalizer},
-			terminating: true, policy: cascade.Orphan, wantErr: cascade.ErrTerminating,
+			terminating: true, policy: cascade.Orphan, wantErr: cascade.ErrPolicyChange,
 			want: []string{cascade.ForegroundFinalizer}},
 		{name: "again in the background", finalizers: []string{hold}, terminating: true,
 			policy: cascade.Background, want: []string{hold}},

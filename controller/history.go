@@ -151,7 +151,7 @@ func (d *phaseDriver[Spec, Status, S, P]) recordSettled(ctx context.Context, obj
 		switch {
 		case dec.RequestRefused != "":
 			e.Outcome = "refused"
-		case dec.Kind == statemachine.Nothing:
+		case dec.Action == statemachine.Nothing:
 			e.Outcome = "moot"
 		}
 	case dec.Timer != "":

@@ -779,11 +779,11 @@ func (d *phaseDriver[Spec, Status, S, P]) pass(ctx context.Context, log *zap.Log
 	ps := d.phases[st.Phase]
 	var judge []statemachine.Require
 	switch {
-	case dec.Kind == statemachine.Wait || dec.Kind == statemachine.Complete || (dec.Kind == statemachine.Expire && dec.Step == ""):
+	case dec.Action == statemachine.Wait || dec.Action == statemachine.Complete || (dec.Action == statemachine.Expire && dec.Step == ""):
 		// Judge the completion on fresh observations: one that holds by
 		// now wins over a deadline that has passed.
 		judge = ps.Completion
-	case dec.Kind == statemachine.Nothing && !dec.Final || len(dec.Drift) > 0:
+	case dec.Action == statemachine.Nothing && !dec.Final || len(dec.Drift) > 0:
 		// A settled object: is its phase's health still true?
 		judge = ps.Health
 	}
@@ -802,10 +802,10 @@ func (d *phaseDriver[Spec, Status, S, P]) pass(ctx context.Context, log *zap.Log
 	d.settledMoves(log, obj.Key, dec, st)
 	d.recordSettled(ctx, obj, dec, st)
 
-	r := statemachine.Result{Now: now}
+	r := statemachine.Report{Now: now}
 	switch {
 	case !d.m.NeedsOperationID(dec):
-	case dec.Kind == statemachine.Begin && dec.Next == dec.Phase && w.firstOperation() && obj.UID != "" && d.defects&defectIDUnstored == 0:
+	case dec.Action == statemachine.Begin && dec.Next == dec.Phase && w.firstOperation() && obj.UID != "" && d.defects&defectIDUnstored == 0:
 		// The operation of the initial phase, begun on a status never
 		// written: a crash before the status is written begins it again,
 		// whatever the intent, so the UID, stored with the document, is
@@ -815,7 +815,7 @@ func (d *phaseDriver[Spec, Status, S, P]) pass(ctx context.Context, log *zap.Log
 		r.OperationID = d.newID()
 	}
 	var before []byte // the stored status a step started from
-	switch dec.Kind {
+	switch dec.Action {
 	case statemachine.Nothing:
 		if dec.Final {
 			return d.remove(ctx, obj)
@@ -857,20 +857,20 @@ func (d *phaseDriver[Spec, Status, S, P]) pass(ctx context.Context, log *zap.Log
 	if !next.Equal(read) {
 		*machineStatusOf[S, P](&obj.Status) = next
 		w.moves = append(w.moves, move[S, P]{intent: intent, read: read, next: next, now: r.Now})
-		if dec.Kind == statemachine.Run {
+		if dec.Action == statemachine.Run {
 			w.step, w.atStep, w.before, w.atMove = true, obj.Status, before, len(w.moves)
 		}
 	}
 	d.metrics.observe(obj.Key, next.Target, next.Phase)
 
-	if next.Failure != nil && next.Phase != dec.Phase && (dec.Kind == statemachine.Run || dec.Kind == statemachine.Expire) {
+	if next.Failure != nil && next.Phase != dec.Phase && (dec.Action == statemachine.Run || dec.Action == statemachine.Expire) {
 		written, p, err := d.flush(ctx, log, obj, w)
 		if p != passAgain {
 			return written, p, Result{}, err
 		}
 		return d.gaveUp(written, intent, next, r.Err, now)
 	}
-	switch dec.Kind {
+	switch dec.Action {
 	case statemachine.Begin, statemachine.Complete, statemachine.Abort:
 		return obj, passAgain, Result{}, nil
 	case statemachine.Wait:
@@ -923,7 +923,7 @@ func (d *phaseDriver[Spec, Status, S, P]) gaveUp(obj *store.Object[Spec, Status]
 	}
 	err := fmt.Errorf("%s %q: %v gave up (%s) in step %q of operation %s, now %v: %w", d.c.Kind(), obj.Key,
 		f.Operation.Phase, f.Cause, f.Step, f.Operation.ID, next.Phase, cmp.Or(stepErr, errors.New(f.Reason)))
-	if dn, derr := d.m.Decide(intent, next, now); derr == nil && dn.Kind == statemachine.Hold {
+	if dn, derr := d.m.Decide(intent, next, now); derr == nil && dn.Action == statemachine.Hold {
 		return nil, passEnd, Result{}, Terminal(err)
 	}
 	return nil, passEnd, Result{}, RetryAfter(err, 0)
@@ -971,7 +971,7 @@ func (d *phaseDriver[Spec, Status, S, P]) settledMoves(log *zap.Logger, key stri
 		switch {
 		case dec.RequestRefused != "":
 			result = "refused"
-		case dec.Kind == statemachine.Nothing:
+		case dec.Action == statemachine.Nothing:
 			result = "moot"
 		}
 		d.metrics.request(dec.Request, result)

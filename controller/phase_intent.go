@@ -128,9 +128,9 @@ func (d *phaseDriver[Spec, Status, S, P]) cascade(ctx context.Context, opts stor
 		switch {
 		case err != nil:
 			return statemachine.Failed, fmt.Errorf("%s %q: %w", d.c.Kind(), obj.Key, err)
-		case dec.Kind == statemachine.Hold:
+		case dec.Action == statemachine.Hold:
 			return statemachine.Failed, fmt.Errorf("%s %q is held in phase %v: %s", d.c.Kind(), obj.Key, dec.Phase, dec.Reason)
-		case dec.Kind != statemachine.Nothing:
+		case dec.Action != statemachine.Nothing:
 			left++
 		}
 	}

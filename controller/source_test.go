@@ -298,7 +298,10 @@ func TestWatchRecovers(t *testing.T) {
 			}
 		})
 	})
-	t.Run("real lag and compaction lose nothing", func(t *testing.T) {
+	// A consumer that blocks no longer holds up the store's watch (the
+	// informer queues for it), but with a tiny history the watch may still
+	// lag or be compacted: whichever happens, nothing is lost.
+	t.Run("a blocked consumer and a tiny history lose nothing", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			s := &flaky{Store: newStore(t, memory.Config{History: 4, WatchBuffer: 2})}
 			rec := &recorder{block: make(chan struct{})}
@@ -312,6 +315,8 @@ func TestWatchRecovers(t *testing.T) {
 			close(rec.block)
 			rec.block = nil
 			rec.mu.Unlock()
+			// Let any backoff of the informer's watch run out.
+			time.Sleep(time.Minute)
 			synctest.Wait()
 			seen := map[string]bool{}
 			for _, q := range rec.take() {
@@ -322,9 +327,6 @@ func TestWatchRecovers(t *testing.T) {
 				if k := fmt.Sprint("k", i); !seen[k] {
 					t.Errorf("%s was never queued", k)
 				}
-			}
-			if len(s.watchRevs) < 2 {
-				t.Errorf("watched %d times; the test meant the watch to fall behind", len(s.watchRevs))
 			}
 			t.Logf("lists %d, watches from %v", s.lists, s.watchRevs)
 			if err := stop(); err != nil {

@@ -15,7 +15,7 @@ import (
 //
 //   - [ErrUnknownState], [ErrUnknownPhase]: a declaration names a value that
 //     States or Phases does not declare;
-//   - [ErrDuplicate], [ErrConflict]: a value or pair declared twice, alike or
+//   - [ErrDuplicate], [ErrContradiction]: a value or pair declared twice, alike or
 //     differently (a pair both settled and ruled, two rules with different
 //     targets, a pair both ruled and declared unreachable);
 //   - [ErrIncomplete]: a transitional phase without steps, completion or Then,
@@ -185,7 +185,7 @@ func (b *builder[S, P]) checkPhase(i int, ps PhaseSpec[P]) {
 				if st == r.Status {
 					b.phaseErr(ps.Phase, ErrDuplicate, "completion requires %s twice", r)
 				} else {
-					b.phaseErr(ps.Phase, ErrConflict, "completion requires condition %q both true and false", r.Condition)
+					b.phaseErr(ps.Phase, ErrContradiction, "completion requires condition %q both true and false", r.Condition)
 				}
 			}
 			req[r.Condition] = r.Status
@@ -256,7 +256,7 @@ func (b *builder[S, P]) bound(def Definition[S, P]) {
 		}
 		if ps.Unbounded {
 			if ps.Bounds.Deadline != 0 || ps.Bounds.MaxAttempts != 0 {
-				b.phaseErr(ps.Phase, ErrConflict, "phase is Unbounded but declares a deadline or an attempt cap")
+				b.phaseErr(ps.Phase, ErrContradiction, "phase is Unbounded but declares a deadline or an attempt cap")
 			}
 			bd.Deadline, bd.MaxAttempts = 0, 0
 		} else if m.failTo[i] < 0 && ps.FailTo == zero {
@@ -307,7 +307,7 @@ func (b *builder[S, P]) tables(def Definition[S, P]) {
 			if prev.Begin == r.Begin {
 				b.pairErr(r.State, r.Phase, ErrDuplicate, "rule declared twice")
 			} else {
-				b.pairErr(r.State, r.Phase, ErrConflict, "rules begin both %v and %v", prev.Begin, r.Begin)
+				b.pairErr(r.State, r.Phase, ErrContradiction, "rules begin both %v and %v", prev.Begin, r.Begin)
 			}
 			continue
 		}
@@ -323,7 +323,7 @@ func (b *builder[S, P]) tables(def Definition[S, P]) {
 			b.pairErr(r.State, r.Phase, ErrInvalid, "rule begins %v, which is not transitional", r.Begin)
 		}
 		if hasKey(m.settled, pair) {
-			b.pairErr(r.State, r.Phase, ErrConflict, "pair is both settled and ruled (begins %v)", r.Begin)
+			b.pairErr(r.State, r.Phase, ErrContradiction, "pair is both settled and ruled (begins %v)", r.Begin)
 		}
 		m.rules[pair] = r
 	}
@@ -335,9 +335,9 @@ func (b *builder[S, P]) tables(def Definition[S, P]) {
 		case m.unreach[u]:
 			b.pairErr(u.State, u.Phase, ErrDuplicate, "pair declared unreachable twice")
 		case hasKey(m.settled, u):
-			b.pairErr(u.State, u.Phase, ErrConflict, "pair declared unreachable is also settled")
+			b.pairErr(u.State, u.Phase, ErrContradiction, "pair declared unreachable is also settled")
 		case hasKey(m.rules, u):
-			b.pairErr(u.State, u.Phase, ErrConflict, "pair declared unreachable also has a rule")
+			b.pairErr(u.State, u.Phase, ErrContradiction, "pair declared unreachable also has a rule")
 		case b.kind(u.Phase) == Transitional:
 			b.pairErr(u.State, u.Phase, ErrInvalid, "pair declared unreachable in a transitional phase (intent is not consulted there)")
 		}
@@ -357,11 +357,11 @@ func (b *builder[S, P]) tables(def Definition[S, P]) {
 				case hasKey(m.refused, pair):
 					b.pairErr(s, p, ErrDuplicate, "pair refused twice")
 				case hasKey(m.settled, pair):
-					b.pairErr(s, p, ErrConflict, "pair declared refused is also settled")
+					b.pairErr(s, p, ErrContradiction, "pair declared refused is also settled")
 				case hasKey(m.rules, pair):
-					b.pairErr(s, p, ErrConflict, "pair declared refused also has a rule")
+					b.pairErr(s, p, ErrContradiction, "pair declared refused also has a rule")
 				case m.unreach[pair]:
-					b.pairErr(s, p, ErrConflict, "pair declared refused is also declared unreachable")
+					b.pairErr(s, p, ErrContradiction, "pair declared refused is also declared unreachable")
 				}
 				m.refused[pair] = r.Reason
 			}
@@ -382,7 +382,7 @@ func (b *builder[S, P]) tables(def Definition[S, P]) {
 		case hasKey(m.aborts, pair):
 			b.pairErr(a.State, a.Phase, ErrDuplicate, "abort declared twice")
 		case hasKey(m.refused, pair):
-			b.pairErr(a.State, a.Phase, ErrConflict, "pair declared refused also aborts")
+			b.pairErr(a.State, a.Phase, ErrContradiction, "pair declared refused also aborts")
 		}
 		m.aborts[pair] = a.To
 	}
@@ -433,7 +433,7 @@ func (b *builder[S, P]) optional(def Definition[S, P]) {
 		for _, e := range r.Serve {
 			move("request "+r.Name, e.From, e.To)
 			if seen[e.From] {
-				b.phaseErr(e.From, ErrConflict, "request %s served twice there", r.Name)
+				b.phaseErr(e.From, ErrContradiction, "request %s served twice there", r.Name)
 			}
 			seen[e.From] = true
 		}
@@ -444,7 +444,7 @@ func (b *builder[S, P]) optional(def Definition[S, P]) {
 			case m.phases[i].Kind != Resting:
 				b.phaseErr(p, ErrInvalid, "request %s names %v, which is not resting", r.Name, p)
 			case seen[p]:
-				b.phaseErr(p, ErrConflict, "request %s is served, moot or refused there twice", r.Name)
+				b.phaseErr(p, ErrContradiction, "request %s is served, moot or refused there twice", r.Name)
 			}
 			seen[p] = true
 		}

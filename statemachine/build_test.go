@@ -86,20 +86,20 @@ func TestNewRejects(t *testing.T) {
 		{"conflicting rules", func(d *def) {
 			d.Rules = append(d.Rules, statemachine.Rule[string, string]{State: "On", Phase: "Dark", Begin: "Dimming"})
 		},
-			[]named{{"On", "Dark", statemachine.ErrConflict}}},
+			[]named{{"On", "Dark", statemachine.ErrContradiction}}},
 		{"settled twice", func(d *def) { d.Settled = append(d.Settled, d.Settled[0]) }, []named{{"Off", "Dark", statemachine.ErrDuplicate}}},
 		{"settled and ruled", func(d *def) {
 			d.Settled = append(d.Settled, statemachine.Settle[string, string]{State: "On", Phase: "Dark"})
 		},
-			[]named{{"On", "Dark", statemachine.ErrConflict}}},
+			[]named{{"On", "Dark", statemachine.ErrContradiction}}},
 		{"unreachable and settled", func(d *def) {
 			d.Unreachable = append(d.Unreachable, statemachine.Pair[string, string]{State: "Off", Phase: "Dark"})
 		},
-			[]named{{"Off", "Dark", statemachine.ErrConflict}}},
+			[]named{{"Off", "Dark", statemachine.ErrContradiction}}},
 		{"unreachable and ruled", func(d *def) {
 			d.Unreachable = append(d.Unreachable, statemachine.Pair[string, string]{State: "On", Phase: "Dark"})
 		},
-			[]named{{"On", "Dark", statemachine.ErrConflict}}},
+			[]named{{"On", "Dark", statemachine.ErrContradiction}}},
 		{"unreachable twice", func(d *def) {
 			d.Rules = d.Rules[1:]
 			d.Unreachable = []statemachine.Pair[string, string]{{State: "On", Phase: "Dark"}, {State: "On", Phase: "Dark"}}
@@ -124,7 +124,7 @@ func TestNewRejects(t *testing.T) {
 		{"duplicate step", func(d *def) { d.Phases[1].Steps = []string{"switch_on", "switch_on"} }, []named{{phase: "Brightening", err: statemachine.ErrDuplicate}}},
 		{"empty step name", func(d *def) { d.Phases[1].Steps = []string{""} }, []named{{phase: "Brightening", err: statemachine.ErrInvalid}}},
 		{"contradicting completion", func(d *def) { d.Phases[1].Completion = append(d.Phases[1].Completion, statemachine.Not("lit")) },
-			[]named{{phase: "Brightening", err: statemachine.ErrConflict}}},
+			[]named{{phase: "Brightening", err: statemachine.ErrContradiction}}},
 		{"unnamed condition", func(d *def) { d.Phases[1].Completion = []statemachine.Require{statemachine.Is("")} }, []named{{phase: "Brightening", err: statemachine.ErrInvalid}}},
 		{"steps on a resting phase", func(d *def) { d.Phases[0].Steps = []string{"wait"} }, []named{{phase: "Dark", err: statemachine.ErrInvalid}}},
 		{"two fault phases", func(d *def) {
@@ -332,8 +332,8 @@ func TestNewProperty(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Decide(%v, %+v): %v", intent, st, err)
 			}
-			var r statemachine.Result
-			switch dec.Kind {
+			var r statemachine.Report
+			switch dec.Action {
 			case statemachine.Nothing, statemachine.Hold:
 				continue
 			case statemachine.Wait:
@@ -354,10 +354,10 @@ func TestNewProperty(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if dec.Kind == statemachine.Nothing || dec.Kind == statemachine.Hold {
+			if dec.Action == statemachine.Nothing || dec.Action == statemachine.Hold {
 				return
 			}
-			r := statemachine.Result{OperationID: "x", Outcome: statemachine.Done}
+			r := statemachine.Report{OperationID: "x", Outcome: statemachine.Done}
 			if st, err = m.Apply(st, dec, r); err != nil {
 				t.Fatal(err)
 			}

@@ -43,35 +43,35 @@ func TestDecide(t *testing.T) {
 		want   statemachine.Decision[string, string]
 	}{
 		{"new object begins its initial operation", rd, "Active", rd.NewStatus(),
-			statemachine.Decision[string, string]{Kind: statemachine.Begin, Intent: "Active", Phase: "Creating", Next: "Creating"}},
+			statemachine.Decision[string, string]{Action: statemachine.Begin, Intent: "Active", Phase: "Creating", Next: "Creating"}},
 		{"transitional phase without operation begins it", ws, "RUNNING", status{Phase: "STARTING"},
-			statemachine.Decision[string, string]{Kind: statemachine.Begin, Intent: "RUNNING", Phase: "STARTING", Next: "STARTING"}},
+			statemachine.Decision[string, string]{Action: statemachine.Begin, Intent: "RUNNING", Phase: "STARTING", Next: "STARTING"}},
 		{"first unfinished step runs", ws, "STANDBY", status{Phase: "RESTORING", Operation: op("o1", "RESTORING", "ARCHIVED", "provision")},
-			statemachine.Decision[string, string]{Kind: statemachine.Run, Intent: "STANDBY", Phase: "RESTORING", Step: "restore", Operation: *op("o1", "RESTORING", "ARCHIVED", "provision")}},
+			statemachine.Decision[string, string]{Action: statemachine.Run, Intent: "STANDBY", Phase: "RESTORING", Step: "restore", Operation: *op("o1", "RESTORING", "ARCHIVED", "provision")}},
 		{"operation is not pre-empted by a new intent", ws, "ARCHIVED", status{Phase: "STARTING", Operation: op("o2", "STARTING", "STANDBY")},
-			statemachine.Decision[string, string]{Kind: statemachine.Run, Intent: "ARCHIVED", Phase: "STARTING", Step: "start", Operation: *op("o2", "STARTING", "STANDBY")}},
+			statemachine.Decision[string, string]{Action: statemachine.Run, Intent: "ARCHIVED", Phase: "STARTING", Step: "start", Operation: *op("o2", "STARTING", "STANDBY")}},
 		{"steps done, conditions not yet observed", ws, "STANDBY", cond(status{Phase: "RESTORING", Operation: op("o1", "RESTORING", "ARCHIVED", "provision", "restore")}, "volume_ready", true),
-			statemachine.Decision[string, string]{Kind: statemachine.Wait, Intent: "STANDBY", Phase: "RESTORING", Operation: *op("o1", "RESTORING", "ARCHIVED", "provision", "restore"),
+			statemachine.Decision[string, string]{Action: statemachine.Wait, Intent: "STANDBY", Phase: "RESTORING", Operation: *op("o1", "RESTORING", "ARCHIVED", "provision", "restore"),
 				Pending: []statemachine.Require{statemachine.Is("restore_marker_matches")}}},
 		{"steps done, conditions hold", ws, "RUNNING", cond(status{Phase: "STARTING", Operation: op("o2", "STARTING", "STANDBY", "start")}, "container_ready", true),
-			statemachine.Decision[string, string]{Kind: statemachine.Complete, Intent: "RUNNING", Phase: "STARTING", Next: "RUNNING", Operation: *op("o2", "STARTING", "STANDBY", "start")}},
+			statemachine.Decision[string, string]{Action: statemachine.Complete, Intent: "RUNNING", Phase: "STARTING", Next: "RUNNING", Operation: *op("o2", "STARTING", "STANDBY", "start")}},
 		{"actuator success is not completion", ws, "RUNNING", cond(status{Phase: "STARTING", Operation: op("o2", "STARTING", "STANDBY", "start")}, "container_ready", false),
-			statemachine.Decision[string, string]{Kind: statemachine.Wait, Intent: "RUNNING", Phase: "STARTING", Operation: *op("o2", "STARTING", "STANDBY", "start"),
+			statemachine.Decision[string, string]{Action: statemachine.Wait, Intent: "RUNNING", Phase: "STARTING", Operation: *op("o2", "STARTING", "STANDBY", "start"),
 				Pending: []statemachine.Require{statemachine.Is("container_ready")}}},
 		{"settled pair", ws, "RUNNING", status{Phase: "RUNNING", Target: "RUNNING"},
-			statemachine.Decision[string, string]{Kind: statemachine.Nothing, Intent: "RUNNING", Phase: "RUNNING"}},
+			statemachine.Decision[string, string]{Action: statemachine.Nothing, Intent: "RUNNING", Phase: "RUNNING"}},
 		{"final pair", ws, "DELETED", status{Phase: "DELETED", Target: "DELETED"},
-			statemachine.Decision[string, string]{Kind: statemachine.Nothing, Intent: "DELETED", Phase: "DELETED", Final: true}},
+			statemachine.Decision[string, string]{Action: statemachine.Nothing, Intent: "DELETED", Phase: "DELETED", Final: true}},
 		{"ruled pair", ws, "DELETED", status{Phase: "RUNNING", Target: "RUNNING"},
-			statemachine.Decision[string, string]{Kind: statemachine.Begin, Intent: "DELETED", Phase: "RUNNING", Next: "STOPPING"}},
+			statemachine.Decision[string, string]{Action: statemachine.Begin, Intent: "DELETED", Phase: "RUNNING", Next: "STOPPING"}},
 		{"fault phase holds for an operator", ws, "RUNNING", status{Phase: "ERROR", Failure: &statemachine.Failure[string]{Step: "restore", Reason: "checksum mismatch"}},
-			statemachine.Decision[string, string]{Kind: statemachine.Hold, Intent: "RUNNING", Phase: "ERROR", Reason: "checksum mismatch"}},
+			statemachine.Decision[string, string]{Action: statemachine.Hold, Intent: "RUNNING", Phase: "ERROR", Reason: "checksum mismatch"}},
 		{"fault phase with a rule", ws, "DELETED", status{Phase: "ERROR"},
-			statemachine.Decision[string, string]{Kind: statemachine.Begin, Intent: "DELETED", Phase: "ERROR", Next: "DELETING"}},
+			statemachine.Decision[string, string]{Action: statemachine.Begin, Intent: "DELETED", Phase: "ERROR", Next: "DELETING"}},
 		{"sanctioned cycle", rd, "Active", status{Phase: "Deleted", Target: "Inactive"},
-			statemachine.Decision[string, string]{Kind: statemachine.Begin, Intent: "Active", Phase: "Deleted", Next: "Creating"}},
+			statemachine.Decision[string, string]{Action: statemachine.Begin, Intent: "Active", Phase: "Deleted", Next: "Creating"}},
 		{"intent admitted past no return when still reachable", rd, "Active", status{Phase: "Deleting", Target: "Inactive", Operation: op("o3", "Deleting", "Created")},
-			statemachine.Decision[string, string]{Kind: statemachine.Run, Intent: "Active", Phase: "Deleting", Step: "delete_routes", Operation: *op("o3", "Deleting", "Created")}},
+			statemachine.Decision[string, string]{Action: statemachine.Run, Intent: "Active", Phase: "Deleting", Step: "delete_routes", Operation: *op("o3", "Deleting", "Created")}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -138,50 +138,50 @@ func TestApply(t *testing.T) {
 	ws := mustNew(t, workspace())
 	g := mustNew(t, gateway())
 	archiving := status{Phase: "ARCHIVING", Target: "ARCHIVED", Operation: op("o9", "ARCHIVING", "STANDBY", "archive")}
-	run := statemachine.Decision[string, string]{Kind: statemachine.Run, Intent: "ARCHIVED", Phase: "ARCHIVING", Step: "delete_volume", Operation: *op("o9", "ARCHIVING", "STANDBY", "archive")}
+	run := statemachine.Decision[string, string]{Action: statemachine.Run, Intent: "ARCHIVED", Phase: "ARCHIVING", Step: "delete_volume", Operation: *op("o9", "ARCHIVING", "STANDBY", "archive")}
 	failedOnce := status{Phase: "ARCHIVING", Target: "ARCHIVED", Operation: &statemachine.Operation[string]{ID: "o9", Phase: "ARCHIVING", From: "STANDBY",
 		Done: []string{"archive"}, Attempts: 1, LastError: "timeout", RetryAt: now}}
 	tests := []struct {
 		name string
 		st   status
 		d    statemachine.Decision[string, string]
-		r    statemachine.Result
+		r    statemachine.Report
 		want status
 		err  error
 	}{
-		{"done moves the checkpoint", archiving, run, statemachine.Result{Outcome: statemachine.Done},
+		{"done moves the checkpoint", archiving, run, statemachine.Report{Outcome: statemachine.Done},
 			status{Phase: "ARCHIVING", Target: "ARCHIVED", Operation: op("o9", "ARCHIVING", "STANDBY", "archive", "delete_volume")}, nil},
-		{"progress keeps the checkpoint", archiving, run, statemachine.Result{Outcome: statemachine.Progressed}, archiving, nil},
-		{"progress clears the failures", failedOnce, run, statemachine.Result{Outcome: statemachine.Progressed}, archiving, nil},
-		{"pending keeps the failures", failedOnce, run, statemachine.Result{Outcome: statemachine.Pending}, failedOnce, nil},
-		{"transient failure counts attempts", archiving, run, statemachine.Result{Outcome: statemachine.Failed, Err: errors.New("timeout")},
+		{"progress keeps the checkpoint", archiving, run, statemachine.Report{Outcome: statemachine.Progressed}, archiving, nil},
+		{"progress clears the failures", failedOnce, run, statemachine.Report{Outcome: statemachine.Progressed}, archiving, nil},
+		{"pending keeps the failures", failedOnce, run, statemachine.Report{Outcome: statemachine.Pending}, failedOnce, nil},
+		{"transient failure counts attempts", archiving, run, statemachine.Report{Outcome: statemachine.Failed, Err: errors.New("timeout")},
 			status{Phase: "ARCHIVING", Target: "ARCHIVED", Operation: &statemachine.Operation[string]{ID: "o9", Phase: "ARCHIVING", From: "STANDBY", Done: []string{"archive"}, Attempts: 1, LastError: "timeout"}}, nil},
-		{"terminal failure moves to the fault phase", archiving, run, statemachine.Result{Outcome: statemachine.FailedTerminal, Err: errors.New("data loss")},
+		{"terminal failure moves to the fault phase", archiving, run, statemachine.Report{Outcome: statemachine.FailedTerminal, Err: errors.New("data loss")},
 			status{Phase: "ERROR", Target: "ARCHIVED", Failure: &statemachine.Failure[string]{
 				Operation: statemachine.Operation[string]{ID: "o9", Phase: "ARCHIVING", From: "STANDBY", Done: []string{"archive"}, Attempts: 1, LastError: "data loss"},
 				Step:      "delete_volume", Cause: statemachine.CauseTerminal, Reason: "data loss"}}, nil},
 		{"begin records the operation id and adopts the intent", status{Phase: "ERROR", Target: "ARCHIVED", Failure: &statemachine.Failure[string]{Reason: "x"}},
-			statemachine.Decision[string, string]{Kind: statemachine.Begin, Intent: "DELETED", Phase: "ERROR", Next: "DELETING"}, statemachine.Result{OperationID: "o10"},
+			statemachine.Decision[string, string]{Action: statemachine.Begin, Intent: "DELETED", Phase: "ERROR", Next: "DELETING"}, statemachine.Report{OperationID: "o10"},
 			status{Phase: "DELETING", Target: "DELETED", Operation: func() *statemachine.Operation[string] {
 				o := op("o10", "DELETING", "ERROR")
 				o.Trigger = "intent DELETED"
 				return o
 			}()}, nil},
 		{"complete moves on and remembers the phase", status{Phase: "STOPPING", Target: "STANDBY", Operation: op("o4", "STOPPING", "RUNNING", "stop")},
-			statemachine.Decision[string, string]{Kind: statemachine.Complete, Intent: "STANDBY", Phase: "STOPPING", Next: "STANDBY", Operation: *op("o4", "STOPPING", "RUNNING", "stop")}, statemachine.Result{},
+			statemachine.Decision[string, string]{Action: statemachine.Complete, Intent: "STANDBY", Phase: "STOPPING", Next: "STANDBY", Operation: *op("o4", "STOPPING", "RUNNING", "stop")}, statemachine.Report{},
 			status{Phase: "STANDBY", Target: "STANDBY"}, nil},
 		{"nothing adopts a new intent", status{Phase: "STANDBY", Target: "RUNNING"},
-			statemachine.Decision[string, string]{Kind: statemachine.Nothing, Intent: "STANDBY", Phase: "STANDBY"}, statemachine.Result{},
+			statemachine.Decision[string, string]{Action: statemachine.Nothing, Intent: "STANDBY", Phase: "STANDBY"}, statemachine.Report{},
 			status{Phase: "STANDBY", Target: "STANDBY"}, nil},
-		{"wait changes nothing", archiving, statemachine.Decision[string, string]{Kind: statemachine.Wait, Phase: "ARCHIVING"}, statemachine.Result{}, archiving, nil},
-		{"begin without an id", status{Phase: "STANDBY"}, statemachine.Decision[string, string]{Kind: statemachine.Begin, Intent: "RUNNING", Phase: "STANDBY", Next: "STARTING"},
-			statemachine.Result{}, status{Phase: "STANDBY"}, statemachine.ErrMissingID},
-		{"decision from another phase", archiving, statemachine.Decision[string, string]{Kind: statemachine.Nothing, Phase: "STANDBY"}, statemachine.Result{}, archiving, statemachine.ErrStaleDecision},
+		{"wait changes nothing", archiving, statemachine.Decision[string, string]{Action: statemachine.Wait, Phase: "ARCHIVING"}, statemachine.Report{}, archiving, nil},
+		{"begin without an id", status{Phase: "STANDBY"}, statemachine.Decision[string, string]{Action: statemachine.Begin, Intent: "RUNNING", Phase: "STANDBY", Next: "STARTING"},
+			statemachine.Report{}, status{Phase: "STANDBY"}, statemachine.ErrMissingID},
+		{"decision from another phase", archiving, statemachine.Decision[string, string]{Action: statemachine.Nothing, Phase: "STANDBY"}, statemachine.Report{}, archiving, statemachine.ErrStaleDecision},
 		{"step of another operation", archiving, func() statemachine.Decision[string, string] { d := run; d.Operation.ID = "o8"; return d }(),
-			statemachine.Result{Outcome: statemachine.Done}, archiving, statemachine.ErrStaleDecision},
+			statemachine.Report{Outcome: statemachine.Done}, archiving, statemachine.ErrStaleDecision},
 		{"step that is not next", archiving, func() statemachine.Decision[string, string] { d := run; d.Step = "archive"; return d }(),
-			statemachine.Result{Outcome: statemachine.Done}, archiving, statemachine.ErrStaleDecision},
-		{"run without an outcome", archiving, run, statemachine.Result{}, archiving, statemachine.ErrInvalid},
+			statemachine.Report{Outcome: statemachine.Done}, archiving, statemachine.ErrStaleDecision},
+		{"run without an outcome", archiving, run, statemachine.Report{}, archiving, statemachine.ErrInvalid},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -202,7 +202,7 @@ func TestApply(t *testing.T) {
 	l := mustNew(t, light())
 	st := status{Phase: "Brightening", Target: "On", Operation: op("o1", "Brightening", "Dark")}
 	d, _ := l.Decide("On", st, now)
-	if _, err := l.Apply(st, d, statemachine.Result{Outcome: statemachine.FailedTerminal}); !errors.Is(err, statemachine.ErrNoFaultPhase) {
+	if _, err := l.Apply(st, d, statemachine.Report{Outcome: statemachine.FailedTerminal}); !errors.Is(err, statemachine.ErrNoFaultPhase) {
 		t.Fatalf("terminal failure without a fault phase: err = %v", err)
 	}
 	_ = g
@@ -225,7 +225,7 @@ func TestCheckpointResume(t *testing.T) {
 	spec, _ := g.Spec(Deleting)
 	st := statemachine.Status[State, Phase]{Phase: Started, Target: Running}
 	d, _ := g.Decide(Deleted, st, now)
-	st, _ = g.Apply(st, d, statemachine.Result{OperationID: "op-1"})
+	st, _ = g.Apply(st, d, statemachine.Report{OperationID: "op-1"})
 	for i := range spec.Steps {
 		persisted := st // what a crash falls back to
 		var ran []string
@@ -234,20 +234,20 @@ func TestCheckpointResume(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if d.Kind != statemachine.Run {
+			if d.Action != statemachine.Run {
 				break
 			}
 			if d.Operation.ID != "op-1" {
 				t.Fatalf("operation id changed to %s", d.Operation.ID)
 			}
 			ran = append(ran, d.Step)
-			persisted, _ = g.Apply(persisted, d, statemachine.Result{Outcome: statemachine.Done})
+			persisted, _ = g.Apply(persisted, d, statemachine.Report{Outcome: statemachine.Done})
 		}
 		if want := spec.Steps[i:]; !slices.Equal(ran, want) {
 			t.Fatalf("resume from checkpoint %d ran %v, want %v", i, ran, want)
 		}
 		d, _ := g.Decide(Deleted, st, now)
-		st, _ = g.Apply(st, d, statemachine.Result{Outcome: statemachine.Done})
+		st, _ = g.Apply(st, d, statemachine.Report{Outcome: statemachine.Done})
 	}
 }
 

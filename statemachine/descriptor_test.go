@@ -115,7 +115,7 @@ func TestDescriptorDecidesAsTheOriginal(t *testing.T) {
 			if got, want := decisionText(sd), decisionText(d); got != want {
 				t.Fatalf("step %d: rebuilt decides %s, original %s", i, got, want)
 			}
-			r := statemachine.Result{OperationID: fmt.Sprint(i), Now: now, RetryAfter: time.Second,
+			r := statemachine.Report{OperationID: fmt.Sprint(i), Now: now, RetryAfter: time.Second,
 				Outcome: rapid.SampledFrom([]statemachine.Outcome{statemachine.Done, statemachine.Failed, statemachine.FailedTerminal}).Draw(t, "outcome")}
 			if r.Outcome != statemachine.Done {
 				r.Err = errors.New("boom")
@@ -138,11 +138,11 @@ func TestDescriptorDecidesAsTheOriginal(t *testing.T) {
 // decisionText prints what a decision asks, with Next only where it is set.
 func decisionText[S, P comparable](d statemachine.Decision[S, P]) string {
 	next := ""
-	switch d.Kind {
+	switch d.Action {
 	case statemachine.Begin, statemachine.Complete, statemachine.Abort, statemachine.Expire:
 		next = fmt.Sprint(d.Next)
 	}
-	return fmt.Sprintf("%v %v %v→%s step=%q reason=%q", d.Kind, d.Intent, d.Phase, next, d.Step, d.Reason)
+	return fmt.Sprintf("%v %v %v→%s step=%q reason=%q", d.Action, d.Intent, d.Phase, next, d.Step, d.Reason)
 }
 
 // enumState and enumPhase are a machine's types as many programs declare

@@ -15,8 +15,9 @@ var (
 	ErrUnknownPhase = errors.New("statemachine: unknown phase")
 	// ErrDuplicate: a state, phase, step or declaration given twice.
 	ErrDuplicate = errors.New("statemachine: duplicate declaration")
-	// ErrConflict: two declarations for one pair disagree.
-	ErrConflict = errors.New("statemachine: conflicting declarations")
+	// ErrContradiction: two declarations contradict each other (a pair both
+	// settled and ruled, a phase both Unbounded and given a deadline, …).
+	ErrContradiction = errors.New("statemachine: conflicting declarations")
 	// ErrUncovered: a (State, Phase) pair is neither settled, ruled nor declared
 	// unreachable, so an object in it would be stuck forever.
 	ErrUncovered = errors.New("statemachine: pair not covered")

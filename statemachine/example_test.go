@@ -160,8 +160,8 @@ func ExampleMachine_Decide() {
 			fmt.Println(err)
 			return
 		}
-		var r statemachine.Result
-		switch d.Kind {
+		var r statemachine.Report
+		switch d.Action {
 		case statemachine.Nothing:
 			fmt.Println("settled in", st.Phase)
 			return
@@ -206,7 +206,7 @@ func ExampleMachine_Admit() {
 	st := statemachine.Status[State, Phase]{Phase: Deleting, Target: Deleted,
 		Operation: &statemachine.Operation[Phase]{ID: "op-7", Phase: Deleting, From: Started, Done: []string{"delete_cron_triggers"}}}
 	d, _ := m.Decide(Running, st, now)
-	fmt.Println(d.Kind, d.Step, d.Refused != nil)
+	fmt.Println(d.Action, d.Step, d.Refused != nil)
 	// Output:
 	// <nil>
 	// true statemachine: ApiGateway: intent Running refused in phase Deleting: a gateway being deleted cannot be brought back
@@ -230,8 +230,8 @@ func ExampleRequestRule() {
 			statemachine.Observation{Name: "deployment_available", Status: st.Phase == Starting},
 			statemachine.Observation{Name: "instance_present", Status: st.Phase == Starting})
 		d, _ := m.Decide(Restarting, st, now)
-		var r statemachine.Result
-		switch d.Kind {
+		var r statemachine.Report
+		switch d.Action {
 		case statemachine.Nothing:
 			fmt.Println("settled in", st.Phase, "served", st.Requests[0].Served)
 			return
@@ -309,7 +309,7 @@ func ExampleMachine_Descriptor() {
 		return
 	}
 	d, _ := rebuilt.Decide("Deleted", rebuilt.NewStatus(), now)
-	fmt.Println(rebuilt.Name(), rebuilt.Phases()[0], d.Kind)
+	fmt.Println(rebuilt.Name(), rebuilt.Phases()[0], d.Action)
 	fmt.Println("same diagram:", rebuilt.Mermaid() == m.Mermaid())
 	// Output:
 	// ApiGateway Creating begin

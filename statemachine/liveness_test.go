@@ -124,15 +124,15 @@ func TestRefusalIsDeclared(t *testing.T) {
 	}
 	st := status{Phase: "Revoked", Target: "Revoke"}
 	d, err := m.Decide("Active", st, now)
-	if err != nil || d.Refused == nil || d.Kind != statemachine.Nothing || d.Intent != "Revoke" {
+	if err != nil || d.Refused == nil || d.Action != statemachine.Nothing || d.Intent != "Revoke" {
 		t.Fatalf("Decide = %+v, %v", d, err)
 	}
-	got, _ := m.Apply(st, d, statemachine.Result{Now: now})
+	got, _ := m.Apply(st, d, statemachine.Report{Now: now})
 	if got.Refused == nil || got.Refused.Intent != "Active" || got.Refused.Reason != "a revoked certificate stays revoked" {
 		t.Fatalf("refusal not recorded: %+v", got.Refused)
 	}
 	d, _ = m.Decide("Revoke", got, now)
-	if got, _ = m.Apply(got, d, statemachine.Result{Now: now}); got.Refused != nil {
+	if got, _ = m.Apply(got, d, statemachine.Report{Now: now}); got.Refused != nil {
 		t.Fatalf("refusal kept after the intent changed back: %+v", got.Refused)
 	}
 	if err := m.ValidateIntent("Paused"); !errors.Is(err, statemachine.ErrUnknownState) || !strings.Contains(err.Error(), "Active, Revoke, Deleted") {
@@ -154,23 +154,23 @@ func TestBounds(t *testing.T) {
 	if !m.NeedsOperationID(dec) {
 		t.Fatal("a Begin into a transitional phase needs an operation id")
 	}
-	st, _ = m.Apply(st, dec, statemachine.Result{OperationID: "op1", Now: t0})
+	st, _ = m.Apply(st, dec, statemachine.Report{OperationID: "op1", Now: t0})
 	if !st.Since.Equal(t0) {
 		t.Fatalf("Since = %v", st.Since)
 	}
 	fail := func(at time.Time, retry time.Duration) {
 		t.Helper()
 		dec, err := m.Decide("Deleted", st, at)
-		if err != nil || dec.Kind != statemachine.Run || !dec.Deadline.Equal(t0.Add(time.Hour)) {
+		if err != nil || dec.Action != statemachine.Run || !dec.Deadline.Equal(t0.Add(time.Hour)) {
 			t.Fatalf("Decide at %v = %+v, %v; want Run with the deadline", at, dec, err)
 		}
-		st, err = m.Apply(st, dec, statemachine.Result{Outcome: statemachine.Failed, Err: errors.New("quota exceeded"), Now: at, RetryAfter: retry})
+		st, err = m.Apply(st, dec, statemachine.Report{Outcome: statemachine.Failed, Err: errors.New("quota exceeded"), Now: at, RetryAfter: retry})
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
 	fail(t0, time.Minute)
-	if dec, _ := m.Decide("Deleted", st, t0.Add(30*time.Second)); dec.Kind != statemachine.Backoff || !dec.Until.Equal(t0.Add(time.Minute)) {
+	if dec, _ := m.Decide("Deleted", st, t0.Add(30*time.Second)); dec.Action != statemachine.Backoff || !dec.Until.Equal(t0.Add(time.Minute)) {
 		t.Fatalf("before the retry time: %+v, want Backoff until %v", dec, t0.Add(time.Minute))
 	}
 	fail(t0.Add(time.Minute), 2*time.Minute)
@@ -184,30 +184,30 @@ func TestBounds(t *testing.T) {
 	// resumes, its failure count and retry time kept, with a new deadline.
 	t1 := t0.Add(4 * time.Minute)
 	dec, _ = m.Decide("Deleted", st, t1)
-	st, _ = m.Apply(st, dec, statemachine.Result{OperationID: "op2", Now: t1})
+	st, _ = m.Apply(st, dec, statemachine.Report{OperationID: "op2", Now: t1})
 	if st.Operation == nil || st.Operation.ID != "op1" || st.Operation.Attempts != 3 || !st.Since.Equal(t1) ||
 		!st.Operation.RetryAt.Equal(t0.Add(7*time.Minute)) || st.Failure != nil {
 		t.Fatalf("resumed operation: %+v", st.Operation)
 	}
-	if dec, _ := m.Decide("Deleted", st, t1); dec.Kind != statemachine.Backoff {
+	if dec, _ := m.Decide("Deleted", st, t1); dec.Action != statemachine.Backoff {
 		t.Fatalf("a resumed operation waits for its retry time: %+v", dec)
 	}
 
 	// Steps done, waiting for a completion that never comes: the deadline.
 	dec, _ = m.Decide("Deleted", st, t0.Add(7*time.Minute))
-	st, _ = m.Apply(st, dec, statemachine.Result{Outcome: statemachine.Done, Now: t0.Add(7 * time.Minute)})
-	if dec, _ := m.Decide("Deleted", st, t1.Add(59*time.Minute)); dec.Kind != statemachine.Wait {
+	st, _ = m.Apply(st, dec, statemachine.Report{Outcome: statemachine.Done, Now: t0.Add(7 * time.Minute)})
+	if dec, _ := m.Decide("Deleted", st, t1.Add(59*time.Minute)); dec.Action != statemachine.Wait {
 		t.Fatalf("before the deadline: %+v", dec)
 	}
 	dec, _ = m.Decide("Deleted", st, t1.Add(time.Hour))
-	if dec.Kind != statemachine.Expire || dec.Next != "Failed" || !strings.Contains(dec.Reason, "still waiting for !issued") {
+	if dec.Action != statemachine.Expire || dec.Next != "Failed" || !strings.Contains(dec.Reason, "still waiting for !issued") {
 		t.Fatalf("at the deadline: %+v", dec)
 	}
 	// Completion wins over an expired deadline.
-	if done, _ := m.Decide("Deleted", st.Observe(t1, statemachine.Observation{Name: "issued", Status: false}), t1.Add(time.Hour)); done.Kind != statemachine.Complete {
+	if done, _ := m.Decide("Deleted", st.Observe(t1, statemachine.Observation{Name: "issued", Status: false}), t1.Add(time.Hour)); done.Action != statemachine.Complete {
 		t.Fatalf("completion past the deadline: %+v", done)
 	}
-	st, _ = m.Apply(st, dec, statemachine.Result{Now: t1.Add(time.Hour)})
+	st, _ = m.Apply(st, dec, statemachine.Report{Now: t1.Add(time.Hour)})
 	if st.Phase != "Failed" || st.Failure.Cause != statemachine.CauseDeadline {
 		t.Fatalf("expired: %+v", st.Failure)
 	}
@@ -219,19 +219,19 @@ func TestAbort(t *testing.T) {
 	g := mustNew(t, gateway())
 	st := statemachine.Status[State, Phase]{Phase: Starting, Target: Running,
 		Operation: &statemachine.Operation[Phase]{ID: "s1", Phase: Starting, From: Created, Done: []string{"create_deployment"}}, Since: now}
-	if dec, _ := g.Decide(Running, st, now); dec.Kind != statemachine.Run {
+	if dec, _ := g.Decide(Running, st, now); dec.Action != statemachine.Run {
 		t.Fatalf("same intent: %+v", dec)
 	}
 	dec, _ := g.Decide(Deleted, st, now)
-	if dec.Kind != statemachine.Abort || dec.Next != Deleting || !g.NeedsOperationID(dec) {
+	if dec.Action != statemachine.Abort || dec.Next != Deleting || !g.NeedsOperationID(dec) {
 		t.Fatalf("Deleted while Starting: %+v", dec)
 	}
-	got, err := g.Apply(st, dec, statemachine.Result{OperationID: "d1", Now: now})
+	got, err := g.Apply(st, dec, statemachine.Report{OperationID: "d1", Now: now})
 	if err != nil || got.Phase != Deleting || got.Target != Deleted || got.Operation.ID != "d1" || got.Operation.From != Starting {
 		t.Fatalf("after the abort: %+v, %v", got, err)
 	}
 	// Without a declared abort the operation goes on.
-	if dec, _ := g.Decide(Restarting, st, now); dec.Kind != statemachine.Run {
+	if dec, _ := g.Decide(Restarting, st, now); dec.Action != statemachine.Run {
 		t.Fatalf("Restarting while Starting: %+v", dec)
 	}
 }
@@ -253,7 +253,7 @@ func TestRequests(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		st, err = m.Apply(st, dec, statemachine.Result{OperationID: "op", Now: now})
+		st, err = m.Apply(st, dec, statemachine.Report{OperationID: "op", Now: now})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -261,7 +261,7 @@ func TestRequests(t *testing.T) {
 			st.Operation.Done = []string{"issue"}
 			st = st.Observe(now, statemachine.Observation{Name: "issued", Status: true})
 			dec, _ := m.Decide(intent, st, now)
-			st, _ = m.Apply(st, dec, statemachine.Result{Now: now})
+			st, _ = m.Apply(st, dec, statemachine.Report{Now: now})
 		}
 		return st, dec
 	}
@@ -270,7 +270,7 @@ func TestRequests(t *testing.T) {
 	if dec.Request != "reissue" || !slices.Equal(dec.Tokens, []string{"a", "b"}) || !slices.Equal(st.Requests[0].Served, []string{"a", "b"}) {
 		t.Fatalf("coalesced: decision %+v, requests %+v", dec, st.Requests)
 	}
-	if _, dec = serve(st, "Active"); dec.Kind != statemachine.Nothing || dec.Request != "" {
+	if _, dec = serve(st, "Active"); dec.Action != statemachine.Nothing || dec.Request != "" {
 		t.Fatalf("a served token served again: %+v", dec)
 	}
 
@@ -289,7 +289,7 @@ func TestRequests(t *testing.T) {
 	}
 
 	st, dec = serve(status{Phase: "Issued", Target: "Active"}.Request("audit", "x"), "Active")
-	if dec.Kind != statemachine.Nothing || dec.Request != "audit" || !slices.Equal(st.Requests[0].Served, []string{"x"}) || st.Requests[0].Refused != "" {
+	if dec.Action != statemachine.Nothing || dec.Request != "audit" || !slices.Equal(st.Requests[0].Served, []string{"x"}) || st.Requests[0].Refused != "" {
 		t.Fatalf("moot: %+v, %+v", dec, st.Requests)
 	}
 	st, _ = serve(status{Phase: "Revoked", Target: "Revoke"}.Request("audit", "y"), "Revoke")

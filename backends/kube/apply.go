@@ -34,7 +34,7 @@ import (
 // sets to another value fails the whole request with [ErrFieldConflict]
 // unless [ClientConfig.Force] is set. The request is one write: it applies
 // every field of obj or none. An object in a Terminating namespace fails
-// with [ErrTerminating], one in a missing namespace with
+// with [ErrNamespaceTerminating], one in a missing namespace with
 // [store.ErrNotFound]. Applying to a Terminating object succeeds, as it does
 // in Kubernetes: check [Terminating] on the result.
 func (c *Client) Apply(ctx context.Context, obj runtime.Object) (*unstructured.Unstructured, error) {

@@ -56,7 +56,7 @@ type ClientConfig struct {
 // does not exist), [store.ErrConflict] (a resourceVersion or UID
 // precondition failed), [store.ErrInvalid] (the API server refused the
 // object as malformed), [ErrNotInstalled], [ErrFieldConflict],
-// [ErrTerminating], [ErrForbidden] and [ErrUnavailable].
+// [ErrNamespaceTerminating], [ErrForbidden] and [ErrUnavailable].
 type Client struct {
 	cfg  ClientConfig
 	dyn  dynamic.Interface

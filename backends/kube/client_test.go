@@ -353,8 +353,8 @@ func TestApplyTerminatingNamespace(t *testing.T) {
 		t.Fatalf("delete of a namespace with a finalizer: %v, %v; want it Terminating", left, err)
 	}
 	_, err = c.Apply(ctx, configMap(ns, "late", nil))
-	if !errors.Is(err, kube.ErrTerminating) || !strings.Contains(err.Error(), "ConfigMap "+ns+"/late") {
-		t.Fatalf("apply into a Terminating namespace: got %v, want ErrTerminating", err)
+	if !errors.Is(err, kube.ErrNamespaceTerminating) || !strings.Contains(err.Error(), "ConfigMap "+ns+"/late") {
+		t.Fatalf("apply into a Terminating namespace: got %v, want ErrNamespaceTerminating", err)
 	}
 	_, err = c.Apply(ctx, configMap("tend-missing-ns", "x", nil))
 	if !errors.Is(err, store.ErrNotFound) {

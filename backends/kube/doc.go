@@ -123,7 +123,7 @@
 // retry), [ErrNotInstalled] (no definition serves the kind: install it),
 // [ErrForbidden] (RBAC refused: the error names the verbs and resource to
 // grant), [ErrFieldConflict] (another field manager owns a field: leave it
-// out, or set [ClientConfig.Force]), [ErrTerminating] (the namespace is
+// out, or set [ClientConfig.Force]), [ErrNamespaceTerminating] (the namespace is
 // being deleted), [store.ErrNotFound], [store.ErrConflict] and
 // [store.ErrInvalid].
 //

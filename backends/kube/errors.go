@@ -50,10 +50,10 @@ var ErrUnavailable = errors.New("kube: API server unavailable")
 // them over.
 var ErrFieldConflict = errors.New("kube: field manager conflict")
 
-// ErrTerminating is the cause of an [Client.Apply] into a namespace whose
+// ErrNamespaceTerminating is the cause of an [Client.Apply] into a namespace whose
 // deletion was requested: nothing new can be created there. Apply again
 // once the namespace is gone.
-var ErrTerminating = errors.New("kube: namespace terminating")
+var ErrNamespaceTerminating = errors.New("kube: namespace terminating")
 
 // fail turns an error of the API into a [*store.Error] whose cause matches
 // the store's sentinel for it.
@@ -132,7 +132,7 @@ func (c *Client) cause(op string, ref Ref, gvr schema.GroupVersionResource, err 
 	}
 	switch {
 	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
-		return fmt.Errorf("%w: %w (apply again once namespace %s is gone)", ErrTerminating, err, ref.Namespace)
+		return fmt.Errorf("%w: %w (apply again once namespace %s is gone)", ErrNamespaceTerminating, err, ref.Namespace)
 	case apierrors.IsNotFound(err):
 		return fmt.Errorf("%w: %w", store.ErrNotFound, err)
 	case apierrors.IsConflict(err) && apierrors.HasStatusCause(err, metav1.CauseTypeFieldManagerConflict):

@@ -272,17 +272,17 @@ func (r *run[Spec, Status, S, P]) settled(obj *store.Object[Spec, Status]) (stri
 	switch {
 	case err != nil:
 		return fmt.Sprintf("%s: cannot be decided: %v", where, err), false
-	case d.Kind == statemachine.Hold:
+	case d.Action == statemachine.Hold:
 		return held, true
 	case obj.Terminating():
-		return fmt.Sprintf("%s: not removed (the machine decides %v)", where, d.Kind), false
-	case d.Kind == statemachine.Nothing && !d.Final:
+		return fmt.Sprintf("%s: not removed (the machine decides %v)", where, d.Action), false
+	case d.Action == statemachine.Nothing && !d.Final:
 		if d.Refused != nil {
 			return fmt.Sprintf("%s, intent refused: %s", where, d.Refused.Reason), true
 		}
 		return where, true
 	}
-	return fmt.Sprintf("%s: the machine decides %v", where, d.Kind), false
+	return fmt.Sprintf("%s: the machine decides %v", where, d.Action), false
 }
 
 // fingerprint describes the state a run has reached, for an exploration to

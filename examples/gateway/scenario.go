@@ -388,7 +388,7 @@ func converged(ctx context.Context, p *platform.Platform, w *world, gm *sm.Machi
 		if gw.Status.Phase == "" {
 			return false, nil // not acted on yet
 		}
-		if d, err := gm.Decide(intent, gw.Status.Status, time.Now()); err != nil || d.Kind != sm.Nothing || gw.Spec.State != intent {
+		if d, err := gm.Decide(intent, gw.Status.Status, time.Now()); err != nil || d.Action != sm.Nothing || gw.Spec.State != intent {
 			return false, err
 		}
 	}
@@ -400,7 +400,7 @@ func converged(ctx context.Context, p *platform.Platform, w *world, gm *sm.Machi
 		if d.Status.Phase == "" {
 			return false, nil
 		}
-		if dec, err := dm.Decide(d.Spec.State, d.Status.Status, time.Now()); err != nil || dec.Kind != sm.Nothing || d.Terminating() {
+		if dec, err := dm.Decide(d.Spec.State, d.Status.Status, time.Now()); err != nil || dec.Action != sm.Nothing || d.Terminating() {
 			return false, err
 		}
 	}
@@ -417,7 +417,7 @@ func settledCount(ctx context.Context, p *platform.Platform, gm *sm.Machine[plat
 	}
 	n := 0
 	for _, gw := range gws {
-		if d, err := gm.Decide(gw.Spec.State, gw.Status.Status, time.Now()); err == nil && d.Kind == sm.Nothing {
+		if d, err := gm.Decide(gw.Spec.State, gw.Status.Status, time.Now()); err == nil && d.Action == sm.Nothing {
 			n++
 		}
 	}
@@ -426,7 +426,7 @@ func settledCount(ctx context.Context, p *platform.Platform, gm *sm.Machine[plat
 		return 0, err
 	}
 	for _, d := range domains {
-		if dec, err := dm.Decide(d.Spec.State, d.Status.Status, time.Now()); err == nil && dec.Kind == sm.Nothing {
+		if dec, err := dm.Decide(d.Spec.State, d.Status.Status, time.Now()); err == nil && dec.Action == sm.Nothing {
 			n++
 		}
 	}

@@ -190,11 +190,11 @@ func (h *harness[S, P]) commits(s S) bool {
 		if err != nil {
 			return false
 		}
-		r := statemachine.Result{Now: h.now}
+		r := statemachine.Report{Now: h.now}
 		if h.m.NeedsOperationID(d) {
 			r.OperationID = "simulated"
 		}
-		switch d.Kind {
+		switch d.Action {
 		case statemachine.Nothing, statemachine.Hold, statemachine.Backoff, statemachine.Expire:
 			return false
 		case statemachine.Begin, statemachine.Abort:
@@ -258,13 +258,13 @@ func (h *harness[S, P]) tick(md mode) statemachine.Decision[S, P] {
 	if err != nil {
 		t.Fatalf("%s: decide(intent %v, phase %v): %v", modeNames[md], h.intent, st.Phase, err)
 	}
-	r := statemachine.Result{Now: h.now, RetryAfter: retryAfter}
+	r := statemachine.Report{Now: h.now, RetryAfter: retryAfter}
 	if h.m.NeedsOperationID(d) {
 		h.ids++
 		r.OperationID = fmt.Sprintf("op-%d", h.ids)
 	}
-	what := d.Kind.String()
-	switch d.Kind {
+	what := d.Action.String()
+	switch d.Action {
 	case statemachine.Begin:
 		what = fmt.Sprintf("begin %v (%s)", d.Next, r.OperationID)
 	case statemachine.Abort:
@@ -373,7 +373,7 @@ func (h *harness[S, P]) check(after string) {
 	if err := h.world.Check(h.intent, h.persisted); err != nil {
 		h.t.Fatalf("after %s: invariant broken in (%v, %v): %v", after, h.intent, h.persisted.Phase, err)
 	}
-	if d.Kind == statemachine.Nothing {
+	if d.Action == statemachine.Nothing {
 		if err := h.world.Settled(h.intent, h.persisted); err != nil {
 			h.t.Fatalf("after %s: machine settled (%v, %v) but the world does not match: %v", after, h.intent, h.persisted.Phase, err)
 		}
@@ -387,7 +387,7 @@ func (h *harness[S, P]) settle() bool {
 	for range h.cfg.SettleTicks {
 		d := h.tick(normal)
 		h.check("tick")
-		switch d.Kind {
+		switch d.Action {
 		case statemachine.Nothing, statemachine.Hold:
 			return true
 		case statemachine.Wait:

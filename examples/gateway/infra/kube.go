@@ -270,7 +270,7 @@ func translate(err error) error {
 		return nil
 	case errors.Is(err, store.ErrNotFound):
 		return fmt.Errorf("%w: %w", ErrNotFound, err)
-	case errors.Is(err, kube.ErrTerminating):
+	case errors.Is(err, kube.ErrNamespaceTerminating):
 		return fmt.Errorf("%w: %w", ErrTerminating, err)
 	case errors.Is(err, store.ErrInvalid):
 		return fmt.Errorf("%w: %w", ErrInvalid, err)

@@ -99,7 +99,7 @@ func (e *env) settled(p *Platform, id string, intent GatewayState) bool {
 		e.t.Fatal(err)
 	}
 	dec, err := m.Decide(intent, gw.Status.Status, time.Now())
-	return err == nil && dec.Kind == sm.Nothing
+	return err == nil && dec.Action == sm.Nothing
 }
 
 // populate creates gateway id with user documents, and its client apps once

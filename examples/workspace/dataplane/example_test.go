@@ -17,7 +17,7 @@ func ExampleDefinition() {
 	st := m.NewStatus()
 	st.Phase = dataplane.Running
 	d, err := m.Decide(dataplane.StateDeleted, st, time.Now())
-	fmt.Println(d.Kind, d.Next, err)
+	fmt.Println(d.Action, d.Next, err)
 	fmt.Println(m.Admit(dataplane.StateRunning, dataplane.Deleting))
 	// Output:
 	// begin STOPPING <nil>

@@ -96,7 +96,7 @@ func (d *Driver) Reconcile() {
 		if err != nil {
 			d.t.Fatal(err)
 		}
-		if dec.Kind == statemachine.Nothing || dec.Kind == statemachine.Hold {
+		if dec.Action == statemachine.Nothing || dec.Action == statemachine.Hold {
 			return
 		}
 		time.Sleep(min(res.RequeueAfter, pollInterval))
