@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tendhq/tend/controller/controllertest"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tendhq/tend/backends/memory"
@@ -112,10 +114,10 @@ func converge(b *testing.B, workers int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	counted := &countingBackend{Backend: mem}
+	counted := &controllertest.WriteCounter{Backend: mem}
 	gws, c, reg := gatewayController(b, counted, workers)
 	createGateways(ctx, b, gws, *convergeDocs)
-	counted.writes.Store(0)
+	counted.Reset()
 	runtime.GC()
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
@@ -155,7 +157,7 @@ func converge(b *testing.B, workers int) {
 	}
 	elapsed := time.Since(start)
 	cpu := cpuTime(b) - cpu0
-	writes := counted.writes.Load()
+	writes := counted.Writes()
 	b.StopTimer()
 	cancel()
 	wg.Wait()

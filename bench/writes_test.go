@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -207,31 +206,4 @@ func convergeCounted(b *testing.B, docs, workers int) *causeBackend {
 	cancel()
 	wg.Wait()
 	return cb
-}
-
-// countingBackend counts the writes made through it: creations, spec and
-// status updates and deletions, failed ones included.
-type countingBackend struct {
-	store.Backend
-	writes atomic.Int64
-}
-
-func (c *countingBackend) Create(ctx context.Context, d store.Document) (store.Document, error) {
-	c.writes.Add(1)
-	return c.Backend.Create(ctx, d)
-}
-
-func (c *countingBackend) UpdateSpec(ctx context.Context, d store.Document) (store.Document, error) {
-	c.writes.Add(1)
-	return c.Backend.UpdateSpec(ctx, d)
-}
-
-func (c *countingBackend) UpdateStatus(ctx context.Context, d store.Document) (store.Document, error) {
-	c.writes.Add(1)
-	return c.Backend.UpdateStatus(ctx, d)
-}
-
-func (c *countingBackend) Delete(ctx context.Context, kind, key string, opts store.DeleteOptions) error {
-	c.writes.Add(1)
-	return c.Backend.Delete(ctx, kind, key, opts)
 }

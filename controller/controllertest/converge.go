@@ -82,28 +82,42 @@ func gatewayMachine() (*sm.Machine[string, string], error) {
 	})
 }
 
-// countingBackend counts the writes made through it.
-type countingBackend struct {
+// WriteCounter is a store.Backend that counts the writes made through it:
+// creations, spec and status updates and deletions, failed ones included.
+// A benchmark wraps its store in one to report writes per document.
+type WriteCounter struct {
 	store.Backend
 	writes atomic.Int64
 }
 
-func (c *countingBackend) Create(ctx context.Context, d store.Document) (store.Document, error) {
+// Writes returns how many writes were made through c since it was made or
+// last reset.
+func (c *WriteCounter) Writes() int64 { return c.writes.Load() }
+
+// Reset sets the count back to zero, for a benchmark that counts only what
+// follows its setup.
+func (c *WriteCounter) Reset() { c.writes.Store(0) }
+
+// Create counts the write and passes it on.
+func (c *WriteCounter) Create(ctx context.Context, d store.Document) (store.Document, error) {
 	c.writes.Add(1)
 	return c.Backend.Create(ctx, d)
 }
 
-func (c *countingBackend) UpdateSpec(ctx context.Context, d store.Document) (store.Document, error) {
+// UpdateSpec counts the write and passes it on.
+func (c *WriteCounter) UpdateSpec(ctx context.Context, d store.Document) (store.Document, error) {
 	c.writes.Add(1)
 	return c.Backend.UpdateSpec(ctx, d)
 }
 
-func (c *countingBackend) UpdateStatus(ctx context.Context, d store.Document) (store.Document, error) {
+// UpdateStatus counts the write and passes it on.
+func (c *WriteCounter) UpdateStatus(ctx context.Context, d store.Document) (store.Document, error) {
 	c.writes.Add(1)
 	return c.Backend.UpdateStatus(ctx, d)
 }
 
-func (c *countingBackend) Delete(ctx context.Context, kind, key string, opts store.DeleteOptions) error {
+// Delete counts the write and passes it on.
+func (c *WriteCounter) Delete(ctx context.Context, kind, key string, opts store.DeleteOptions) error {
 	c.writes.Add(1)
 	return c.Backend.Delete(ctx, kind, key, opts)
 }
@@ -193,7 +207,7 @@ func converge(b *testing.B, cfg ConvergeConfig, backend store.Backend, docs, wor
 	defer b.StartTimer()
 	ctx, cancel := context.WithCancel(b.Context())
 	defer cancel()
-	counted := &countingBackend{Backend: backend}
+	counted := &WriteCounter{Backend: backend}
 	gws, err := store.NewCollection[gwSpec, gwStatus](counted, convergeKind, store.CollectionConfig{})
 	if err != nil {
 		return run{}, err
@@ -255,7 +269,7 @@ func converge(b *testing.B, cfg ConvergeConfig, backend store.Backend, docs, wor
 			return run{}, err
 		}
 	}
-	r := run{elapsed: time.Since(start), writes: counted.writes.Load(), latency: latency}
+	r := run{elapsed: time.Since(start), writes: counted.Writes(), latency: latency}
 	cpu1, server1, err := cpuTimes(cfg)
 	if err != nil {
 		return run{}, err
