@@ -37,14 +37,12 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 func main() {
@@ -56,12 +54,11 @@ func main() {
 
 // cli is what the command line asks for.
 type cli struct {
-	opts        options
-	metricsAddr string
-	listen      string
-	traceFile   string
-	traceOTLP   bool
-	seeds       int
+	opts      options
+	listen    string
+	traceFile string
+	traceOTLP bool
+	seeds     int
 }
 
 // parseFlags reads the command line's arguments (without the program's
@@ -78,7 +75,6 @@ func parseFlags(args []string, stderr io.Writer) (cli, error) {
 	fs.Uint64Var(&opts.Seed, "seed", 1, "seed of the injected failures")
 	fs.DurationVar(&opts.Timeout, "timeout", 50*time.Second, "give up if the scenario has not converged by then")
 	fs.DurationVar(&opts.MaxBackoff, "max-backoff", 0, "cap the delay before a failed step is retried (default ten polls: 500ms at the default delay; the platform's own default is 2s)")
-	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (for example :9090)")
 	fs.StringVar(&c.listen, "listen", "", "serve the probes (/readyz, /healthz), the metrics (/metrics) and each document's history (/history/{kind}/{key}, JSON) on this address while the scenario runs, for example 127.0.0.1:8080")
 	fs.StringVar(&opts.Kubeconfig, "kubeconfig", "", "run the cluster on the Kubernetes cluster this kubeconfig names (the databases stay simulated)")
 	fs.StringVar(&c.traceFile, "trace-file", "", "write every span (reconciles, steps, observers) as JSON to this file; - for standard output")
@@ -97,8 +93,8 @@ func parseFlags(args []string, stderr io.Writer) (cli, error) {
 		return c, fmt.Errorf("-seeds %d is negative", c.seeds)
 	case opts.MaxBackoff < 0:
 		return c, fmt.Errorf("-max-backoff %v is negative", opts.MaxBackoff)
-	case c.seeds > 0 && (c.metricsAddr != "" || c.listen != ""):
-		return c, errors.New("-seeds does not go with -metrics-addr or -listen: each run would register its metrics again")
+	case c.seeds > 0 && c.listen != "":
+		return c, errors.New("-seeds does not go with -listen: each run would register its metrics again")
 	}
 	return c, checkListen(c.listen)
 }
@@ -126,29 +122,16 @@ func mainErr() error {
 		return measure(ctx, opts, c.seeds, os.Stdout)
 	}
 
-	if c.metricsAddr != "" || c.listen != "" {
+	if c.listen != "" {
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 		opts.Registerer, opts.Gatherer = reg, reg
-	}
-	if c.listen != "" {
 		ln, err := net.Listen("tcp", c.listen)
 		if err != nil {
 			return err
 		}
 		defer ln.Close()
 		opts.Listener = ln
-	}
-	if c.metricsAddr != "" {
-		reg := opts.Gatherer
-		ln, err := net.Listen("tcp", c.metricsAddr)
-		if err != nil {
-			return err
-		}
-		srv := &http.Server{Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 5 * time.Second}
-		go func() { _ = srv.Serve(ln) }()
-		defer srv.Close()
-		fmt.Printf("metrics on http://%s/metrics\n", ln.Addr())
 	}
 
 	if c.traceFile != "" || c.traceOTLP {
