@@ -374,3 +374,65 @@ func TestHistoryStoreDown(t *testing.T) {
 		}
 	})
 }
+
+// A timer that fires is in the history too, with its name and the phase it
+// fired in: the renewal after a time in the phase, and the rotation at a
+// time computed from the object.
+func TestHistoryRecordsTimers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem, err := memory.New(memory.Config{Kinds: append([]string{"Certificate"}, history.Kinds("Certificate")...)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		certs, err := store.NewCollection[certSpec, certStatus](mem, "Certificate", store.CollectionConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec, stopRec := recording(t, mem, history.RecorderConfig{})
+		defer stopRec()
+		done := func(context.Context, *certObject, string) (sm.Outcome, error) { return sm.Done, nil }
+		d, err := controller.NewDriver(certs, certMachine(t, time.Hour), controller.DriverConfig[certSpec, certStatus]{
+			Steps: map[string]controller.Step[certSpec, certStatus]{"issue": done, "revoke": done, "renew": done},
+			Observers: map[string]controller.Observer[certSpec, certStatus]{
+				"valid": func(context.Context, *certObject) (bool, string, error) { return true, "", nil },
+			},
+			Timers:  map[string]func(*certObject) time.Time{"rotate": func(obj *certObject) time.Time { return obj.Spec.RotateAt }},
+			History: rec,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := controller.New(controller.Config{Name: "certs", Reconciler: d, Sources: []controller.Source{d.Source()}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		stopped := run(c, ctx)
+		defer func() { cancel(); <-stopped }()
+
+		start := time.Now()
+		if _, err := certs.Create(t.Context(), &certObject{Meta: store.Meta{Key: "c"}, Spec: certSpec{State: "Active", RotateAt: start.Add(90 * time.Minute)}}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Minute) // the renewal at 1h, the rotation at 1h30m
+		synctest.Wait()
+		stopRec()
+
+		entries, err := history.NewReader(mem).History(t.Context(), "Certificate", "c")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var fired []string
+		for _, e := range ofType(entries, history.Timer) {
+			fired = append(fired, e.Name+" in "+e.Phase+" at "+e.Time.Sub(start).Round(time.Minute).String())
+		}
+		if want := []string{"renew in Issued at 1h0m0s", "rotate in Issued at 1h30m0s"}; !slices.Equal(fired, want) {
+			t.Fatalf("timer entries %q, want %q", fired, want)
+		}
+		for _, e := range ofType(entries, history.Timer) {
+			if e.ReconcileID == "" {
+				t.Errorf("timer entry %+v has no reconcile id", e)
+			}
+		}
+	})
+}
