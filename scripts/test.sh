@@ -73,6 +73,7 @@ step "fuzz targets"
 fuzz_targets=(
   ". ./store FuzzParseSelector 300000x"
   ". ./statemachine FuzzParseDescriptor 40000x"
+  ". ./store/backend FuzzDecodeContinue 100000x"
   "examples ./workspace/archive FuzzExtract 10000x"
   "examples ./workspace/archive FuzzRoundTrip 1500x"
 )
