@@ -115,11 +115,14 @@ func storeNamespace(t *testing.T, cfg *rest.Config) string {
 	return ns
 }
 
-// TestConformance runs the suite against the quiet API server, which has no
-// watch cache and so passes watches to etcd, and against one on the same
-// etcd with its watch cache, which answers watches itself, as API servers
-// do by default.
-func TestConformance(t *testing.T) {
+// TestConformance runs the store's suite on the Kubernetes API.
+func TestConformance(t *testing.T) { onEachStoreServer(t, storetest.Run) }
+
+// onEachStoreServer runs a conformance suite against the quiet API server,
+// which has no watch cache and so passes watches to etcd, and against one on
+// the same etcd with its watch cache, which answers watches itself, as API
+// servers do by default.
+func onEachStoreServer(t *testing.T, suite func(*testing.T, func(t *testing.T, kinds []string) store.Backend)) {
 	for _, server := range []struct{ name, env string }{
 		{"NoWatchCache", "TEND_KUBE_STORE_KUBECONFIG"},
 		{"WatchCache", "TEND_KUBE_STORE_CACHED_KUBECONFIG"},
@@ -130,7 +133,7 @@ func TestConformance(t *testing.T) {
 			if etcdURL == "" {
 				t.Fatalf("TEND_KUBE_STORE_ETCD is not set: scripts/servers/kube.sh exports it with %s", server.env)
 			}
-			storetest.Run(t, func(t *testing.T, kinds []string) store.Backend {
+			suite(t, func(t *testing.T, kinds []string) store.Backend {
 				return &compacting{Store: newStoreOn(t, cfg, kinds...), etcd: etcdURL}
 			})
 		})
