@@ -9,8 +9,9 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/tendhq/tend/workqueue"
 	cgworkqueue "k8s.io/client-go/util/workqueue"
+
+	"github.com/tendhq/tend/workqueue"
 )
 
 // conformer is the API both queues share, with drain standing for

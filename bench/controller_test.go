@@ -8,13 +8,14 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
-	tendctrl "github.com/tendhq/tend/controller"
 	cgworkqueue "k8s.io/client-go/util/workqueue"
 	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	tendctrl "github.com/tendhq/tend/controller"
 )
 
 // inFlight bounds how many keys the producer has sent and the reconciler not

@@ -6,10 +6,11 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/tendhq/tend/workqueue"
-	"github.com/tendhq/tend/workqueue/queueprom"
 	cgworkqueue "k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+
+	"github.com/tendhq/tend/workqueue"
+	"github.com/tendhq/tend/workqueue/queueprom"
 )
 
 // pool is the fixed key pool every benchmark draws from, built before timing.
