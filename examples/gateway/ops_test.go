@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"io"
@@ -14,8 +13,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/tendhq/tend/controller"
 	"github.com/tendhq/tend/examples/gateway/platform"
+	"github.com/tendhq/tend/examples/internal/listentest"
 	sm "github.com/tendhq/tend/statemachine"
 	"github.com/tendhq/tend/store"
 )
@@ -66,41 +65,18 @@ func TestListen(t *testing.T) {
 		rep, err := run(context.Background(), opts, io.Discard)
 		done <- result{rep, err}
 	}()
-	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	base := "http://" + ln.Addr().String()
-	get := func(path string) (int, string) {
-		resp, err := client.Get(base + path)
-		if err != nil {
-			return 0, err.Error()
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
-
-	var hist controller.HistoryResponse
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if code, body := get("/history/ApiGateway/gw-01"); code == http.StatusOK {
-			if err := json.Unmarshal([]byte(body), &hist); err != nil {
-				t.Fatal(err)
-			}
-			if len(hist.Entries) > 0 {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no history of gw-01 served: %+v", hist)
-		}
-		time.Sleep(20 * time.Millisecond)
+	hist, ok := listentest.History(base, "ApiGateway", "gw-01", 30*time.Second)
+	if !ok {
+		t.Fatalf("no history of gw-01 served: %+v", hist)
 	}
 	if e := hist.Entries[0]; e.Type == "" || e.ReconcileID == "" {
 		t.Errorf("first entry %+v, want a type and a reconcile id", e)
 	}
-	if code, body := get("/readyz"); code != http.StatusOK {
+	if code, body := listentest.Get(base, "/readyz"); code != http.StatusOK {
 		t.Errorf("/readyz: %d %s", code, body)
 	}
-	if code, body := get("/metrics"); code != http.StatusOK || !strings.Contains(body, "tend_history_entries_written_total") ||
+	if code, body := listentest.Get(base, "/metrics"); code != http.StatusOK || !strings.Contains(body, "tend_history_entries_written_total") ||
 		!strings.Contains(body, "controller_runtime_reconcile_total") {
 		t.Errorf("/metrics: %d, without the history's or the controllers' series", code)
 	}
@@ -108,7 +84,7 @@ func TestListen(t *testing.T) {
 	if r.err != nil || !r.rep.Converged {
 		t.Fatalf("scenario: converged %v, %v", r.rep.Converged, r.err)
 	}
-	if _, err := client.Get(base + "/readyz"); err == nil {
+	if code, _ := listentest.Get(base, "/readyz"); code != 0 {
 		t.Error("still serving after the scenario ended")
 	}
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"io"
@@ -16,7 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/tendhq/tend/controller"
+	"github.com/tendhq/tend/examples/internal/listentest"
 	"github.com/tendhq/tend/examples/workspace/dataplane"
 	sm "github.com/tendhq/tend/statemachine"
 )
@@ -74,34 +73,14 @@ func TestListen(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, t.TempDir(), archives{}, o, &out) }()
 
-	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	base := "http://" + ln.Addr().String()
-	get := func(path string) (int, string) {
-		resp, err := client.Get(base + path)
-		if err != nil {
-			return 0, err.Error()
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+	if _, ok := listentest.History(base, "Workspace", "alice", 30*time.Second); !ok {
+		t.Fatalf("no history of alice served\n%s", out.String())
 	}
-	var hist controller.HistoryResponse
-	deadline := time.Now().Add(30 * time.Second)
-	for len(hist.Entries) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("no history of alice served\n%s", out.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-		if code, body := get("/history/Workspace/alice"); code == http.StatusOK {
-			if err := json.Unmarshal([]byte(body), &hist); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if code, body := get("/readyz"); code != http.StatusOK {
+	if code, body := listentest.Get(base, "/readyz"); code != http.StatusOK {
 		t.Errorf("/readyz: %d %s", code, body)
 	}
-	if code, body := get("/metrics"); code != http.StatusOK || !strings.Contains(body, "tend_history_entries_written_total") ||
+	if code, body := listentest.Get(base, "/metrics"); code != http.StatusOK || !strings.Contains(body, "tend_history_entries_written_total") ||
 		!strings.Contains(body, "tend_phase_transitions_total") {
 		t.Errorf("/metrics: %d, without the history's or the phase series", code)
 	}
