@@ -59,6 +59,13 @@ const (
 	Request Type = "request"
 	// Timer: the timer Name fired in Phase.
 	Timer Type = "timer"
+	// Operator: the operator Actor acted on the document: Name is the
+	// action (pause, resume, remove-finalizer, or a command's verb),
+	// Command the command's id, Outcome "issued" when the operator issued
+	// it and "applied" or "refused" when its controller carried it out or
+	// refused it (Reason says why), Phase and To where it moved the
+	// document.
+	Operator Type = "operator"
 )
 
 // Entry is one event in the life of a document.
@@ -88,6 +95,8 @@ type Entry struct {
 	Cause     string        `json:"cause,omitempty"`
 	Reason    string        `json:"reason,omitempty"`
 	Error     string        `json:"error,omitempty"`
+	Actor     string        `json:"actor,omitempty"`
+	Command   string        `json:"command,omitempty"`
 }
 
 // String returns a one-line account of e, for people.
@@ -117,6 +126,8 @@ func (e Entry) String() string {
 	if e.Error != "" {
 		add("error", strconv.Quote(e.Error))
 	}
+	add("actor", e.Actor)
+	add("command", e.Command)
 	add("reconcile", e.ReconcileID)
 	return s
 }
@@ -127,7 +138,7 @@ const MaxFieldLen = 1024
 
 // bound cuts e's text fields to MaxFieldLen.
 func (e *Entry) bound() {
-	for _, f := range []*string{&e.Intent, &e.Phase, &e.To, &e.Operation, &e.Step, &e.Outcome, &e.Name, &e.Cause, &e.Reason, &e.Error, &e.ReconcileID, &e.TraceID, &e.Replica} {
+	for _, f := range []*string{&e.Intent, &e.Phase, &e.To, &e.Operation, &e.Step, &e.Outcome, &e.Name, &e.Cause, &e.Reason, &e.Error, &e.ReconcileID, &e.TraceID, &e.Replica, &e.Actor, &e.Command} {
 		if len(*f) > MaxFieldLen {
 			cut := MaxFieldLen - len("…")
 			for cut > 0 && (*f)[cut]&0xC0 == 0x80 { // not inside a UTF-8 sequence

@@ -152,13 +152,7 @@ func NewRecorder(b store.Backend, cfg RecorderConfig) (*Recorder, error) {
 // full, e is dropped and counted. A zero e.Time is set to now, and an empty
 // e.Replica to the configured replica.
 func (r *Recorder) Record(kind, key, uid string, e Entry) {
-	if e.Time.IsZero() {
-		e.Time = time.Now()
-	}
-	if e.Replica == "" {
-		e.Replica = r.replica
-	}
-	e.bound()
+	e = r.prepare(e)
 	r.mu.Lock()
 	if len(r.pending) >= r.bufferSize {
 		r.mu.Unlock()
@@ -171,6 +165,19 @@ func (r *Recorder) Record(kind, key, uid string, e Entry) {
 	case r.wake <- struct{}{}:
 	default:
 	}
+}
+
+// prepare returns e with its Time (now) and Replica set when empty, and
+// its text fields bounded.
+func (r *Recorder) prepare(e Entry) Entry {
+	if e.Time.IsZero() {
+		e.Time = time.Now()
+	}
+	if e.Replica == "" {
+		e.Replica = r.replica
+	}
+	e.bound()
+	return e
 }
 
 // Dropped returns how many entries were dropped for reason
@@ -253,6 +260,29 @@ func (r *Recorder) Flush(ctx context.Context) (dropped int) {
 		r.log.Warn("history entries dropped: write failed", zap.Int("dropped", dropped), zap.Error(firstErr))
 	}
 	return dropped
+}
+
+// Append writes entries to the history of the document of kind, key and
+// uid now, with the recorder's retention, and returns when they are stored.
+// It is for writers that must know their entry is recorded, such as an
+// operator's action; a controller's entries go through [Recorder.Record].
+// Entries without a Time get the current time; entries are bounded like
+// recorded ones, and carry the recorder's replica.
+func (r *Recorder) Append(ctx context.Context, kind, key, uid string, entries ...Entry) error {
+	ps := make([]pendingEntry, len(entries))
+	for i, e := range entries {
+		ps[i] = pendingEntry{kind: kind, key: key, uid: uid, e: r.prepare(e)}
+	}
+	if len(ps) == 0 {
+		return nil
+	}
+	if err := r.write(ctx, kind, key, ps); err != nil {
+		return fmt.Errorf("history of %s %q: %w", kind, key, err)
+	}
+	if r.written != nil {
+		r.written.Add(float64(len(ps)))
+	}
+	return nil
 }
 
 // write appends ps, entries of one document, to its history.

@@ -233,3 +233,28 @@ func TestUnknownKind(t *testing.T) {
 		t.Fatalf("got %v, want ErrInvalidConfig", err)
 	}
 }
+
+// TestAppend checks that Append stores its entries before it returns, with
+// the recorder's retention and replica, without Run.
+func TestAppend(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newStore(t)
+		doc := create(t, b, "gw")
+		rec, err := history.NewRecorder(b, history.RecorderConfig{MaxEntries: 2, Replica: "cli"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 {
+			if err := rec.Append(t.Context(), kind, "gw", doc.Meta.UID, history.Entry{Type: history.Operator, Name: "pause", Step: fmt.Sprint(i), Actor: "alice"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got := read(t, b, "gw")
+		if steps(got) != "1,2" || got[1].Replica != "cli" || got[1].Actor != "alice" || got[1].Time.IsZero() {
+			t.Fatalf("after 3 appends with MaxEntries 2: %+v", got)
+		}
+		if err := rec.Append(t.Context(), "Unknown", "gw", "", history.Entry{Type: history.Operator}); !errors.Is(err, store.ErrUnknownKind) {
+			t.Fatalf("append to an unconfigured kind: %v, want store.ErrUnknownKind", err)
+		}
+	})
+}

@@ -46,6 +46,67 @@ type Status[S, P comparable] struct {
 	// Timers hold the due times a controller computed from the object for
 	// the timers that have no After (see [Status.Due]).
 	Timers []TimerDue `json:"timers,omitempty"`
+	// Paused is set while an operator holds the object: its controller
+	// runs no step and makes no decision for it until the hold is lifted.
+	// Operators set and clear it (see package operator); the machine never
+	// reads it.
+	Paused *Pause `json:"paused,omitempty"`
+	// Commands are operator commands its controller has not carried out
+	// yet, oldest first. Operators append them; the controller removes
+	// each in the write that carries it out (or refuses it). The machine
+	// never reads them.
+	Commands []Command `json:"commands,omitempty"`
+}
+
+// Pause is an operator's hold on an object (see [Status.Paused]).
+type Pause struct {
+	// By names the operator.
+	By string `json:"by,omitempty"`
+	// Reason says why, for the other operators.
+	Reason string `json:"reason,omitempty"`
+	// At is when the hold began.
+	At time.Time `json:"at,omitzero"`
+}
+
+// Verb is what a [Command] asks its controller to do.
+type Verb string
+
+// The verbs of operator commands.
+const (
+	// VerbRetry: run the failed step again now, without waiting for its
+	// backoff, and forget its failed attempts; from Fault, begin the failed
+	// operation again from its checkpoint (same id, steps done kept).
+	VerbRetry Verb = "retry"
+	// VerbSkip: count the step Command.Step, the step that failed, as
+	// done, and go on with the next; from Fault, resume the failed
+	// operation after it.
+	VerbSkip Verb = "skip"
+	// VerbMove: leave Fault for the phase Command.Phase, a phase the
+	// machine declares that is not transitional.
+	VerbMove Verb = "move"
+	// VerbRequest: serve the machine's one-shot request Command.Request
+	// once, as if the spec carried a new token for it (the command's ID).
+	VerbRequest Verb = "request"
+)
+
+// Command is an operator's command to the object's controller (see
+// [Status.Commands]). Phases are written as their String form, as in a
+// [Descriptor].
+type Command struct {
+	// ID identifies the command, unique for the object; the history entry
+	// recording its outcome carries it.
+	ID   string `json:"id"`
+	Verb Verb   `json:"verb"`
+	// Step is the step VerbSkip skips.
+	Step string `json:"step,omitempty"`
+	// Phase is the phase VerbMove moves to.
+	Phase string `json:"phase,omitempty"`
+	// Request is the request VerbRequest asks for.
+	Request string `json:"request,omitempty"`
+	// By names the operator, Reason says why, At is when it was issued.
+	By     string    `json:"by,omitempty"`
+	Reason string    `json:"reason,omitempty"`
+	At     time.Time `json:"at,omitzero"`
 }
 
 // RequestState is one request's tokens: as the spec carries them, oldest
@@ -229,7 +290,12 @@ func (s Status[S, P]) Equal(o Status[S, P]) bool {
 		slices.EqualFunc(s.Requests, o.Requests, func(a, b RequestState) bool {
 			return a.Name == b.Name && a.Refused == b.Refused && slices.Equal(a.Tokens, b.Tokens) && slices.Equal(a.Served, b.Served)
 		}) &&
-		slices.EqualFunc(s.Timers, o.Timers, func(a, b TimerDue) bool { return a.Name == b.Name && a.At.Equal(b.At) && a.Fired == b.Fired })
+		slices.EqualFunc(s.Timers, o.Timers, func(a, b TimerDue) bool { return a.Name == b.Name && a.At.Equal(b.At) && a.Fired == b.Fired }) &&
+		equalPtr(s.Paused, o.Paused, func(a, b Pause) bool { return a.By == b.By && a.Reason == b.Reason && a.At.Equal(b.At) }) &&
+		slices.EqualFunc(s.Commands, o.Commands, func(a, b Command) bool {
+			return a.ID == b.ID && a.Verb == b.Verb && a.Step == b.Step && a.Phase == b.Phase && a.Request == b.Request &&
+				a.By == b.By && a.Reason == b.Reason && a.At.Equal(b.At)
+		})
 }
 
 func (o Operation[P]) equal(x Operation[P]) bool {
@@ -268,6 +334,11 @@ func (s Status[S, P]) clone() Status[S, P] {
 		r := *s.Refused
 		out.Refused = &r
 	}
+	if s.Paused != nil {
+		h := *s.Paused
+		out.Paused = &h
+	}
+	out.Commands = slices.Clone(s.Commands)
 	return out
 }
 
