@@ -8,8 +8,8 @@ import (
 )
 
 // memorySnapshot runs the controller on a memory store and returns the
-// path of its snapshot, for --store memory:PATH.
-func memorySnapshot(t testing.TB) string {
+// store and the path of its snapshot, for --store memory:PATH.
+func memorySnapshot(t testing.TB) (*memory.Store, string) {
 	t.Helper()
 	s, err := memory.New(memory.Config{Kinds: testKinds})
 	if err != nil {
@@ -20,7 +20,7 @@ func memorySnapshot(t testing.TB) string {
 	if err := s.SnapshotFile(path); err != nil {
 		t.Fatal(err)
 	}
-	return path
+	return s, path
 }
 
 // readCommands are the commands that only read, each with its golden file.
@@ -46,6 +46,11 @@ var readCommands = [][]string{
 }
 
 func TestReadMemory(t *testing.T) {
-	path := memorySnapshot(t)
+	_, path := memorySnapshot(t)
 	golden(t, "read", transcript(t, "memory:"+path, readCommands...))
+}
+
+func TestRoundTripMemory(t *testing.T) {
+	s, path := memorySnapshot(t)
+	roundTrip(t, s, "memory:"+path)
 }

@@ -65,3 +65,15 @@ func TestReadPostgres(t *testing.T) {
 	produce(t, s)
 	golden(t, "read", transcript(t, spec, readCommands...))
 }
+
+func TestRoundTripPostgres(t *testing.T) {
+	s, spec := postgresStore(t)
+	produce(t, s)
+	roundTrip(t, s, spec)
+}
+
+func TestWatchPostgres(t *testing.T) {
+	s, spec := postgresStore(t)
+	produce(t, s)
+	testWatch(t, s, spec)
+}
