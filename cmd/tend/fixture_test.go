@@ -106,7 +106,7 @@ func produce(t testing.TB, b store.Backend) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := history.NewRecorder(b, history.RecorderConfig{FlushInterval: time.Millisecond, Replica: "test"})
+	rec, err := history.NewRecorder(b, history.RecorderConfig{Replica: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,6 @@ func produce(t testing.TB, b store.Backend) {
 	runCtx, stop := context.WithCancel(ctx)
 	var g errgroup.Group
 	g.Go(func() error { return c.Run(runCtx) })
-	g.Go(func() error { return rec.Run(runCtx) })
 
 	for _, w := range widgets {
 		if _, err := coll.Create(ctx, &store.Object[widgetSpec, widgetStatus]{
@@ -171,6 +170,12 @@ func produce(t testing.TB, b store.Backend) {
 	stop()
 	if err := g.Wait(); err != nil && !errors.Is(err, context.Canceled) {
 		t.Fatal(err)
+	}
+	// The recorder writes once the controller has stopped, so that every
+	// entry is written whatever the timing (a write in flight when its
+	// Run is cancelled drops its entries).
+	if n := rec.Flush(ctx); n > 0 {
+		t.Fatalf("the history recorder dropped %d entries", n)
 	}
 	register(t, b, m)
 }
