@@ -53,8 +53,14 @@ type result struct {
 // tend runs the command with args, with stdin not a terminal.
 func tend(t testing.TB, args ...string) result {
 	t.Helper()
+	return tendEnv(t, nil, args...)
+}
+
+// tendEnv runs the command with args and the environment variables env.
+func tendEnv(t testing.TB, env []string, args ...string) result {
+	t.Helper()
 	cmd := exec.Command(binary, args...)
-	cmd.Env = append(os.Environ(), "TEND_STORE=", "TEND_ACTOR=tester")
+	cmd.Env = append(append(os.Environ(), "TEND_STORE=", "TEND_ACTOR=tester"), env...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()

@@ -76,10 +76,11 @@ It needs no Go code of the controllers: each running controller records its
 machine in the store (kind TendMachine), and tend reads it from there.
 
 Connect with --store or TEND_STORE:
-  memory:PATH                      a snapshot file of the memory store
-  postgres://USER@HOST/DB[?schema=S]  PostgreSQL (schema default: tend)
-  etcd://HOST:PORT[,HOST:PORT][/PREFIX]  etcd (prefix default: /tend/)
-  kube | kube:KUBECONFIG           Kubernetes, the kubeconfig's context and namespace
+  memory:PATH                             a snapshot file of the memory store
+  postgres://USER@HOST/DB[?schema=S]      PostgreSQL (schema default: tend)
+  etcd://HOST:PORT[,HOST:PORT][/PREFIX]   etcd (prefix default: /tend/)
+  kube, kube:KUBECONFIG                   Kubernetes: the kubeconfig's context
+                                          and namespace
 
 Commands that change documents ask for confirmation on a terminal; elsewhere
 they need --yes.
@@ -92,7 +93,6 @@ they need --yes.
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	root.CompletionOptions.HiddenDefaultCmd = false
 	pf := root.PersistentFlags()
 	pf.StringVar(&o.store, "store", "", "the store to connect to (default $TEND_STORE)")
 	pf.StringVar(&o.actor, "actor", "", "who acts, as recorded in status and history (default $TEND_ACTOR, or the user's name)")
@@ -100,6 +100,14 @@ they need --yes.
 		newGet(o), newDescribe(o), newStuck(o), newMachine(o),
 		newPause(o), newResume(o), newRetry(o), newSkip(o), newMove(o), newRequest(o), newRemoveFinalizer(o),
 	)
+	// cobra's completion command, made runnable so that an unknown shell is
+	// a usage error (cobra would show the help and succeed).
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "completion" {
+			c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+		}
+	}
 	return root
 }
 
