@@ -21,6 +21,7 @@ import (
 	"github.com/tendhq/tend/finalizer"
 	"github.com/tendhq/tend/history"
 	"github.com/tendhq/tend/informer"
+	"github.com/tendhq/tend/operator"
 	"github.com/tendhq/tend/statemachine"
 	"github.com/tendhq/tend/store"
 	"github.com/tendhq/tend/workqueue"
@@ -357,6 +358,7 @@ type driverImpl[Spec, Status any] interface {
 	known(key string, revision int64, requeue func()) bool
 	updateSpec(ctx context.Context, key string, set func(*Spec)) (*store.Object[Spec, Status], error)
 	cascade(ctx context.Context, opts store.ListOptions, set func(*Spec), untilGone bool) (statemachine.Outcome, error)
+	registration() operator.Registration
 }
 
 // NewDriver returns a driver of the documents of collection c governed by
