@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tendhq/tend/operator"
 	"github.com/tendhq/tend/statemachine"
 )
 
@@ -75,10 +76,16 @@ func (a *action) do(ctx context.Context, kind, key, what string, act func(c *con
 	if err != nil {
 		return fmt.Errorf("waiting for command %s: %w", cmd.ID, err)
 	}
-	if e.Outcome == "refused" {
+	switch e.Outcome {
+	case operator.OutcomeRefused:
 		return fmt.Errorf("%w %s: %s", errCommandRefused, cmd.ID, e.Reason)
+	case "":
+		// The store keeps no history of the kind: the command left the
+		// status, and nothing says how.
+		fmt.Fprintf(a.out, "%s %s: command %s carried out or refused (the store keeps no history of %s)\n", kind, key, cmd.ID, kind)
+	default:
+		fmt.Fprintf(a.out, "%s %s: command %s %s\n", kind, key, cmd.ID, e.Outcome)
 	}
-	fmt.Fprintf(a.out, "%s %s: command %s %s\n", kind, key, cmd.ID, e.Outcome)
 	return nil
 }
 

@@ -118,11 +118,8 @@ func (c *conn) registration(kind string) (operator.Registration, *statemachine.M
 		}
 		return r, nil, fmt.Errorf("%w: %s (%s)", operator.ErrUnregistered, kind, known)
 	}
-	m, err := statemachine.New(r.Machine)
-	if err != nil {
-		return r, nil, fmt.Errorf("the machine registered for %s: %w", kind, err)
-	}
-	return r, m, nil
+	m, err := r.Build()
+	return r, m, err
 }
 
 // parseStore reads a --store value.

@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"testing"
 	"time"
 
@@ -94,19 +92,24 @@ func configure(key string) error {
 	return nil
 }
 
-// produce runs a controller on b until every widget has reached its phase,
-// then stops it: the documents, their histories and the machine's
-// registration are what a real controller writes.
-func produce(t testing.TB, b store.Backend) {
+// controllerRun is a controller driving widgets, under a manager that
+// records the machine and holds the kind's presence lease, as in production.
+type controllerRun struct {
+	rec  *history.Recorder
+	stop func()
+}
+
+// startController starts a controller on b. With recorder, the history
+// recorder writes as the controller goes; without, entries wait for
+// Flush.
+func startController(t testing.TB, b store.Backend, recorder bool) *controllerRun {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	m := widgetMachine(t)
 	coll, err := store.NewCollection[widgetSpec, widgetStatus](b, widgetKind, store.CollectionConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := history.NewRecorder(b, history.RecorderConfig{Replica: "test"})
+	rec, err := history.NewRecorder(b, history.RecorderConfig{Replica: "test", FlushInterval: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,10 +142,43 @@ func produce(t testing.TB, b store.Backend) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runCtx, stop := context.WithCancel(ctx)
+	mgr, err := controller.NewManager(controller.ManagerConfig{Controllers: []*controller.Controller{c}, Identity: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
 	var g errgroup.Group
-	g.Go(func() error { return c.Run(runCtx) })
+	g.Go(func() error { return mgr.Run(ctx) })
+	if recorder {
+		g.Go(func() error { return rec.Run(ctx) })
+	}
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		if err := g.Wait(); err != nil && !errors.Is(err, context.Canceled) {
+			t.Error(err)
+		}
+	}
+	t.Cleanup(stop)
+	return &controllerRun{rec: rec, stop: stop}
+}
 
+// produce runs a controller on b until every widget has reached its phase,
+// then stops it: the documents, their histories and the machine's
+// registration are what a real controller writes.
+func produce(t testing.TB, b store.Backend) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	run := startController(t, b, false)
+	coll, err := store.NewCollection[widgetSpec, widgetStatus](b, widgetKind, store.CollectionConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, w := range widgets {
 		if _, err := coll.Create(ctx, &store.Object[widgetSpec, widgetStatus]{
 			Meta: store.Meta{Key: w.key, Labels: w.labels}, Spec: widgetSpec{State: w.state},
@@ -167,35 +203,14 @@ func produce(t testing.TB, b store.Backend) {
 			}
 		}
 	}
-	stop()
-	if err := g.Wait(); err != nil && !errors.Is(err, context.Canceled) {
-		t.Fatal(err)
-	}
+	run.stop()
 	// The recorder writes once the controller has stopped, so that every
 	// entry is written whatever the timing (a write in flight when its
 	// Run is cancelled drops its entries).
-	if n := rec.Flush(ctx); n > 0 {
+	if n := run.rec.Flush(ctx); n > 0 {
 		t.Fatalf("the history recorder dropped %d entries", n)
 	}
-	register(t, b, m)
-}
-
-// register records the machine's registration as a controller's manager
-// does, if no controller did.
-func register(t testing.TB, b store.Backend, m *statemachine.Machine[string, string]) {
-	t.Helper()
-	ctx := context.Background()
-	if _, err := b.Get(ctx, operator.MachinesKind, widgetKind); err == nil {
-		return
-	}
-	spec, err := json.Marshal(operator.Registration{
-		Kind: widgetKind, Machine: m.Descriptor(), Finalizers: []string{controller.DefaultFinalizer},
-		Presence: "widgets/", Replica: "test",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.Create(ctx, store.Document{Meta: store.Meta{Kind: operator.MachinesKind, Key: widgetKind}, Spec: spec}); err != nil {
-		t.Fatal(fmt.Errorf("registering %s: %w", widgetKind, err))
+	if _, err := b.Get(ctx, operator.MachinesKind, widgetKind); err != nil {
+		t.Fatalf("the manager did not record the machine: %v", err)
 	}
 }

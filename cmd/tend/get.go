@@ -145,21 +145,13 @@ func (g *getOptions) follow(ctx context.Context, c *conn, kind, key string, sel 
 				if key != "" && doc.Meta.Key != key {
 					continue
 				}
-				var obj operator.Object
 				if ev.Type == store.Deleted {
-					obj = operator.Object{Meta: doc.Meta}
-					if err := w.deleted(obj); err != nil {
+					if err := w.deleted(operator.Object{Meta: doc.Meta}); err != nil {
 						return err
 					}
 					continue
 				}
-				// The client reads the document again, so the command
-				// decodes status in one place; a document gone since is
-				// shown when its deletion arrives.
-				obj, err = c.client.Get(ctx, kind, doc.Meta.Key)
-				if errors.Is(err, store.ErrNotFound) {
-					continue
-				}
+				obj, err := operator.Decode(doc)
 				if err != nil {
 					return err
 				}

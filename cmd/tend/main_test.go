@@ -104,6 +104,7 @@ var normalisers = []struct {
 	{regexp.MustCompile(`("(uid|id|UID)": ")[^"]+"`), `${1}ID"`},
 	{regexp.MustCompile(`(UID:\s+|ID:\s+|reconcile=|command=|command |Operation:\s+)[A-Za-z0-9-]{8,}`), "${1}ID"},
 	{regexp.MustCompile(`\b[A-Z2-7]{26}\b`), "ID"},
+	{regexp.MustCompile(`\b\d+-[a-z0-9]{8,}\b`), "ID"}, // commands' ids
 	// columns aligned around values of other lengths
 	{regexp.MustCompile(`(\S) {2,}`), "$1  "},
 	{regexp.MustCompile(`(?m) +$`), ""},

@@ -77,3 +77,9 @@ func TestWatchPostgres(t *testing.T) {
 	produce(t, s)
 	testWatch(t, s, spec)
 }
+
+func TestActionsPostgres(t *testing.T) {
+	s, spec := postgresStore(t)
+	produce(t, s)
+	golden(t, "actions", transcript(t, spec, actionCommands...))
+}

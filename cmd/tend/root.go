@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 )
 
 // options are the flags every command shares.
@@ -54,14 +55,11 @@ func run(ctx context.Context, args []string, in io.Reader, out, errOut io.Writer
 	return exitUsage
 }
 
-// isTerminal reports whether r is a character device (a terminal).
+// isTerminal reports whether r is a terminal (not /dev/null, which is a
+// character device too).
 func isTerminal(r io.Reader) bool {
 	f, ok := r.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 func newRoot(o *options) *cobra.Command {
