@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -73,6 +74,9 @@ func (a *action) do(ctx context.Context, kind, key, what string, act func(c *con
 	wctx, cancel := context.WithTimeout(ctx, a.timeout)
 	defer cancel()
 	e, err := c.client.Wait(wctx, kind, key, cmd.ID)
+	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("the controller did not carry out command %s within %v (it may still: it stays in the document's status until then)", cmd.ID, a.timeout)
+	}
 	if err != nil {
 		return fmt.Errorf("waiting for command %s: %w", cmd.ID, err)
 	}

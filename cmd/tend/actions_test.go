@@ -1,9 +1,11 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 // actionCommands act on the documents a controller run left, each first
@@ -67,5 +69,28 @@ func TestConfirm(t *testing.T) {
 		if asked := prompt.String() != ""; asked != (c.interactive && !c.yes) {
 			t.Errorf("yes=%v interactive=%v: prompt %q", c.yes, c.interactive, prompt.String())
 		}
+	}
+}
+
+// waitServed waits until tend get shows the kind served by a controller.
+func waitServed(t *testing.T, spec string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r := tend(t, "--store", spec, "get", "-o", "json")
+		var kinds []struct {
+			Kind   string
+			Served bool
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &kinds); err != nil {
+			t.Fatalf("get -o json: %v: %s%s", err, r.stdout, r.stderr)
+		}
+		if len(kinds) == 1 && kinds[0].Served {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the kind is not served: %s", r.stdout)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

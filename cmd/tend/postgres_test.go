@@ -83,3 +83,25 @@ func TestActionsPostgres(t *testing.T) {
 	produce(t, s)
 	golden(t, "actions", transcript(t, spec, actionCommands...))
 }
+
+// TestServedPostgres checks the commands against a kind its controller
+// serves: --wait sees the controller carry out or refuse each command, and
+// a finalizer stays unless forced.
+func TestServedPostgres(t *testing.T) {
+	s, spec := postgresStore(t)
+	produce(t, s)
+	run := startController(t, s, true)
+	defer run.stop()
+	waitServed(t, spec)
+	golden(t, "served", transcript(t, spec,
+		[]string{"retry", "Widget", "w-failing", "--yes", "--wait", "--timeout", "30s"},
+		[]string{"move", "Widget", "w-fault", "Ready", "--yes", "--wait", "--timeout", "30s"},
+		[]string{"get", "Widget", "w-fault"},
+		[]string{"request", "Widget", "w-down", "rebuild", "--yes", "--wait", "--timeout", "30s"},
+		[]string{"pause", "Widget", "w-ready", "--yes"},
+		[]string{"request", "Widget", "w-ready", "rebuild", "--yes", "--wait", "--timeout", "1s"},
+		[]string{"resume", "Widget", "w-ready", "--yes"},
+		[]string{"remove-finalizer", "Widget", "w-ready", "tend.dev/machine", "--yes"},
+		[]string{"remove-finalizer", "Widget", "w-ready", "tend.dev/machine", "--yes", "--force"},
+	))
+}
