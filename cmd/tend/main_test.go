@@ -82,13 +82,25 @@ func transcript(t testing.TB, storeSpec string, lines ...[]string) string {
 	var b strings.Builder
 	for _, args := range lines {
 		r := tend(t, append([]string{"--store", storeSpec}, args...)...)
-		fmt.Fprintf(&b, "$ tend %s\n%s", strings.Join(args, " "), r.stdout)
+		fmt.Fprintf(&b, "$ tend %s\n%s", shellWords(args), r.stdout)
 		if r.stderr != "" {
 			fmt.Fprintf(&b, "[stderr]\n%s", r.stderr)
 		}
 		fmt.Fprintf(&b, "[exit %d]\n\n", r.code)
 	}
 	return normalise(strings.ReplaceAll(b.String(), storeSpec, "STORE"))
+}
+
+// shellWords writes args as a shell would need them typed.
+func shellWords(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = a
+		if a == "" || strings.ContainsAny(a, " \t'\"$\\") {
+			out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(out, " ")
 }
 
 var normalisers = []struct {
