@@ -105,3 +105,19 @@ func TestServedPostgres(t *testing.T) {
 		[]string{"remove-finalizer", "Widget", "w-ready", "tend.dev/machine", "--yes", "--force"},
 	))
 }
+
+// TestNoSchemaPostgres: tend does not create the schema a mistyped name
+// would.
+func TestNoSchemaPostgres(t *testing.T) {
+	u, err := url.Parse(postgresURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("schema", "t_no_such_schema")
+	u.RawQuery = q.Encode()
+	r := tend(t, "--store", u.String(), "get")
+	if r.code != exitNotFound || !strings.Contains(r.stderr, `no schema "t_no_such_schema"`) {
+		t.Errorf("get on a schema that does not exist: exit %d, %q", r.code, r.stderr)
+	}
+}
