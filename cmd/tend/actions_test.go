@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -92,5 +93,42 @@ func waitServed(t *testing.T, spec string) {
 			t.Fatalf("the kind is not served: %s", r.stdout)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestConfirmOnTerminal answers the confirmation on a terminal: script(1)
+// runs the command on a pseudo-terminal fed from the test.
+func TestConfirmOnTerminal(t *testing.T) {
+	script, err := exec.LookPath("script")
+	if err != nil {
+		t.Skip("script(1) is not installed")
+	}
+	_, path := memorySnapshot(t)
+	spec := "memory:" + path
+	onTerminal := func(answer string) result {
+		line := strings.Join([]string{binary, "--store", spec, "--actor", "tester", "pause", "Widget", "w-ready"}, " ")
+		cmd := exec.Command(script, "-qec", line, "/dev/null")
+		cmd.Stdin = strings.NewReader(answer)
+		out, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		code := 0
+		if errors.As(err, &exit) {
+			code = exit.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return result{stdout: string(out), code: code}
+	}
+	if r := onTerminal("n\n"); r.code != exitRefused || !strings.Contains(r.stdout, "Pause Widget w-ready (state Up, phase Ready)? [y/N]") {
+		t.Errorf("answered n: exit %d: %q", r.code, r.stdout)
+	}
+	if r := tend(t, "--store", spec, "get", "Widget", "w-ready"); strings.Contains(r.stdout, "paused") {
+		t.Errorf("paused without confirmation: %q", r.stdout)
+	}
+	if r := onTerminal("y\n"); r.code != 0 || !strings.Contains(r.stdout, "Widget w-ready: pause done") {
+		t.Errorf("answered y: exit %d: %q", r.code, r.stdout)
+	}
+	if r := tend(t, "--store", spec, "get", "Widget", "w-ready"); !strings.Contains(r.stdout, "Ready (paused)") {
+		t.Errorf("confirmed, but not paused: %q", r.stdout)
 	}
 }
