@@ -55,3 +55,22 @@ func TestHelp(t *testing.T) {
 		}
 	}
 }
+
+func TestBadStore(t *testing.T) {
+	for _, c := range []struct {
+		store string
+		code  int
+		want  string
+	}{
+		{"", exitUsage, "no store: set --store or TEND_STORE"},
+		{"memory:", exitUsage, "the path of a snapshot file is missing"},
+		{"mysql://db/tend", exitUsage, "unknown kind of store"},
+		{"etcd://", exitUsage, "want etcd://HOST:PORT"},
+		{"memory:/no/such/snapshot", exitError, "no such file"},
+	} {
+		r := tend(t, "--store", c.store, "get")
+		if r.code != c.code || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("--store %q: exit %d, %q; want exit %d, %q", c.store, r.code, r.stderr, c.code, c.want)
+		}
+	}
+}
