@@ -249,6 +249,10 @@ const (
 	// defectOperatorEcho takes every write to a document the driver wrote
 	// before for its own: an operator's write does not queue it.
 	defectOperatorEcho
+	// defectOperatorOverwritten writes a step's outcome over a status an
+	// operator changed while the step ran, with the operator's fields as
+	// they were when it started.
+	defectOperatorOverwritten
 )
 
 // Driver is the [Reconciler] of documents governed by a
@@ -1131,8 +1135,10 @@ func (d *phaseDriver[Spec, Status, S, P]) recordOver(ctx context.Context, obj *s
 				Err: fmt.Errorf("%w: the status changed while a step ran", store.ErrConflict)}
 		}
 		cur.Status = obj.Status
-		ms = machineStatusOf[S, P](&cur.Status)
-		ms.Paused, ms.Commands = paused, commands
+		if d.defects&defectOperatorOverwritten == 0 {
+			ms = machineStatusOf[S, P](&cur.Status)
+			ms.Paused, ms.Commands = paused, commands
+		}
 		written, err := d.writeStatus(ctx, cur)
 		if !errors.Is(err, store.ErrConflict) || attempt == d.conflicts {
 			return written, err
