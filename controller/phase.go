@@ -197,7 +197,8 @@ type DriverConfig[Spec, Status any] struct {
 
 	// History receives the history of each document the driver reconciles
 	// (transitions, step calls, refusals, operations given up, drift
-	// repairs, requests, timers), each entry with the reconcile's id and
+	// repairs, requests, timers, operator commands carried out or refused),
+	// each entry with the reconcile's id and
 	// trace: see package history. Recording never blocks a reconcile. Nil
 	// means no history.
 	History *history.Recorder
@@ -339,6 +340,14 @@ const (
 // pair is held (a terminal failure) stays Terminating, its failure in its
 // status, until an operator intervenes. A machine without a final pair gets
 // no finalizer: deleting its documents removes them at once.
+//
+// # Operators
+//
+// A document an operator paused (Status.Paused) is not acted on until it
+// is resumed; the commands an operator writes (Status.Commands) are
+// carried out at the start of a pass, before the machine decides, each
+// removed in the write that carries it out. The package documentation
+// says how.
 //
 // # Intent
 //
