@@ -132,19 +132,24 @@
 //
 // # One watch per kind, and reads from the cache
 //
-// Give the watching sources an informer.Factory (one per store and
-// process) instead of the store, set it as [ManagerConfig.Informers] so the
-// Manager runs it, and as DriverConfig.Informers so drivers read from its
-// cache: however many controllers follow a kind, the store sees one watch,
-// and a reconcile reads its document from the cache. Each driver read waits
+// A [Manager] shares one informer cache per store among all its
+// controllers: it makes an informer.Factory over each store they read (or
+// takes [ManagerConfig.Informers]) and gives it, when it runs, to every
+// source and reconciler that reads through a cache ([CacheUser]): the
+// watching sources, drivers, and the garbage collector of package cascade.
+// However many controllers follow a kind, the store sees one watch of it,
+// and a driver reads its documents from the cache. Each driver read waits
 // until the cache shows the last write that driver made to the document
 // (expectations.Gate), so a reconcile never acts on a view older than its
-// own writes:
+// own writes. A [Controller] run alone does the same for itself.
+// [Config.Uncached] opts a controller out: its sources watch on their own
+// and its reconciler reads the store.
 //
-//	f, _ := informer.NewFactory(backend, informer.FactoryConfig{})
-//	drv, _ := controller.NewDriver(gateways, machine, controller.DriverConfig[Spec, Status]{Informers: f, ...})
-//	ctrl, _ := controller.New(controller.Config{Sources: []controller.Source{drv.Source(), controller.Owns(f, "Route", "Gateway")}, ...})
-//	mgr, _ := controller.NewManager(controller.ManagerConfig{Controllers: []*controller.Controller{ctrl}, Informers: f})
+//	drv, _ := controller.NewDriver(gateways, machine, controller.DriverConfig[Spec, Status]{...})
+//	ctrl, _ := controller.New(controller.Config{Sources: []controller.Source{drv.Source(), controller.Owns(backend, "Route", "Gateway")}, ...})
+//	gc, _ := cascade.NewController(cascade.Config{Backend: backend})
+//	mgr, _ := controller.NewManager(controller.ManagerConfig{Controllers: []*controller.Controller{ctrl, gc}})
+//	// mgr.Run opens one watch of ApiGateway, one of Route, …
 //
 // # Running and stopping
 //
