@@ -215,8 +215,8 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 		leaser:      cfg.Leaser,
 		identity:    cfg.Identity,
 		prefix:      cfg.LeasePrefix,
-		ttl:         orDefault(cfg.LeaseDuration, DefaultLeaseDuration),
-		shards:      orDefault(cfg.Shards, DefaultShards),
+		ttl:         cmp.Or(cfg.LeaseDuration, DefaultLeaseDuration),
+		shards:      cmp.Or(cfg.Shards, DefaultShards),
 		unfenced:    cfg.Unfenced,
 		onChange:    cfg.OnLeadershipChange,
 		informers:   cfg.Informers,
@@ -231,7 +231,7 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	case cfg.StuckReconcileAfter > 0:
 		m.stuckAfter = cfg.StuckReconcileAfter
 	}
-	m.renew = orDefault(cfg.RenewPeriod, m.ttl/3)
+	m.renew = cmp.Or(cfg.RenewPeriod, m.ttl/3)
 	switch {
 	case cfg.Mode < Single || cfg.Mode > Sharded:
 		return nil, fmt.Errorf("%w: unknown %v", ErrInvalidConfig, cfg.Mode)
