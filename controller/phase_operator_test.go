@@ -189,6 +189,8 @@ func retryScenario(t *testing.T, defects ...controller.Defect) []string {
 		failing(f, "create_database", errors.New("quota exceeded"), c, func() {})
 		cfg := f.config()
 		cfg.History = rec
+		reg := prometheus.NewRegistry()
+		cfg.MetricsRegisterer = reg
 		for _, d := range defects {
 			cfg = controller.Planted(cfg, d)
 		}
@@ -226,6 +228,9 @@ func retryScenario(t *testing.T, defects ...controller.Defect) []string {
 		}
 		if cmds := f.get(t, "gw").Status.Commands; len(cmds) != 0 {
 			p.add("commands left: %+v", cmds)
+		}
+		if got := metricValue(t, reg, "tend_operator_commands_total", map[string]string{"verb": "retry", "result": "applied"}); got != 1 {
+			p.add("tend_operator_commands_total{verb=retry,result=applied} %v, want 1", got)
 		}
 	})
 	return p.all()
