@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -73,6 +74,9 @@ func (a *action) do(ctx context.Context, kind, key, what string, act func(c *con
 	wctx, cancel := context.WithTimeout(ctx, a.timeout)
 	defer cancel()
 	e, err := c.client.Wait(wctx, kind, key, cmd.ID)
+	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("the controller did not carry out command %s within %v (it may still: it stays in the document's status until then)", cmd.ID, a.timeout)
+	}
 	if err != nil {
 		return fmt.Errorf("waiting for command %s: %w", cmd.ID, err)
 	}
@@ -149,7 +153,7 @@ func newResume(o *options) *cobra.Command {
 
 // newCommand returns a command that issues a controller command with one
 // argument (or none when argName is empty).
-func newCommand(o *options, use, argName, short, long, what string, issue func(ctx context.Context, c *conn, kind, key, arg string) (statemachine.Command, error)) *cobra.Command {
+func newCommand(o *options, use, argName string, argOf argOf, short, long, what string, issue func(ctx context.Context, c *conn, kind, key, arg string) (statemachine.Command, error)) *cobra.Command {
 	a := &action{options: o, verb: use}
 	n := 2
 	usage := use + " KIND KEY"
@@ -162,7 +166,7 @@ func newCommand(o *options, use, argName, short, long, what string, issue func(c
 		Short:             short,
 		Long:              long,
 		Args:              cobra.ExactArgs(n),
-		ValidArgsFunction: o.completeKindKey,
+		ValidArgsFunction: o.completeArgs(argOf),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
 			arg := ""
 			w := what
@@ -190,7 +194,7 @@ carried out by whichever replica of its controller reconciles it next, which
 records the outcome in the document's history; --wait waits for it.`
 
 func newRetry(o *options) *cobra.Command {
-	return newCommand(o, "retry", "", "Run a failing step again now, or resume a failed operation from Fault",
+	return newCommand(o, "retry", "", nil, "Run a failing step again now, or resume a failed operation from Fault",
 		`retry runs the failed step again at once, without waiting for its backoff,
 and forgets its failed attempts; in Fault, it begins the failed operation again
 from its checkpoint.`+commandLong, "Retry",
@@ -200,7 +204,7 @@ from its checkpoint.`+commandLong, "Retry",
 }
 
 func newSkip(o *options) *cobra.Command {
-	return newCommand(o, "skip", "STEP", "Count a failed step as done and go on with the next",
+	return newCommand(o, "skip", "STEP", stepsOf, "Count a failed step as done and go on with the next",
 		`skip counts the step STEP, the step that failed, as done, and goes on with
 the next; in Fault, it resumes the failed operation after it.`+commandLong, "Skip step %s of",
 		func(ctx context.Context, c *conn, kind, key, step string) (statemachine.Command, error) {
@@ -209,7 +213,7 @@ the next; in Fault, it resumes the failed operation after it.`+commandLong, "Ski
 }
 
 func newMove(o *options) *cobra.Command {
-	return newCommand(o, "move", "PHASE", "Move a document out of Fault into a phase that is not transitional",
+	return newCommand(o, "move", "PHASE", restingPhases, "Move a document out of Fault into a phase that is not transitional",
 		`move leaves Fault for PHASE, a phase of the machine that is not
 transitional, when the operator has repaired by hand what the failed
 operation left.`+commandLong, "Move to phase %s",
@@ -219,7 +223,7 @@ operation left.`+commandLong, "Move to phase %s",
 }
 
 func newRequest(o *options) *cobra.Command {
-	return newCommand(o, "request", "NAME", "Serve one of the machine's one-shot requests once",
+	return newCommand(o, "request", "NAME", requestsOf, "Serve one of the machine's one-shot requests once",
 		`request serves the machine's one-shot request NAME once (a restart, a
 rotation…), as if the spec carried a new token for it.`+commandLong, "Request %s of",
 		func(ctx context.Context, c *conn, kind, key, name string) (statemachine.Command, error) {
@@ -238,7 +242,7 @@ document whose controller is gone for good can be removed. While a
 controller serves the kind, it refuses (exit code 4) unless --force is
 given: the controller would have cleaned up and removed it itself.`,
 		Args:              cobra.ExactArgs(3),
-		ValidArgsFunction: o.completeKindKey,
+		ValidArgsFunction: o.completeArgs(finalizersOf),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
 			return a.do(cmd.Context(), args[0], args[1], "Remove finalizer "+args[2]+" from", func(c *conn) (*statemachine.Command, error) {
 				return nil, c.client.RemoveFinalizer(cmd.Context(), args[0], args[1], args[2], force)

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
+	"os/exec"
 	"strings"
 	"testing"
+	"time"
 )
 
 // actionCommands act on the documents a controller run left, each first
@@ -67,5 +70,65 @@ func TestConfirm(t *testing.T) {
 		if asked := prompt.String() != ""; asked != (c.interactive && !c.yes) {
 			t.Errorf("yes=%v interactive=%v: prompt %q", c.yes, c.interactive, prompt.String())
 		}
+	}
+}
+
+// waitServed waits until tend get shows the kind served by a controller.
+func waitServed(t *testing.T, spec string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r := tend(t, "--store", spec, "get", "-o", "json")
+		var kinds []struct {
+			Kind   string
+			Served bool
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &kinds); err != nil {
+			t.Fatalf("get -o json: %v: %s%s", err, r.stdout, r.stderr)
+		}
+		if len(kinds) == 1 && kinds[0].Served {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the kind is not served: %s", r.stdout)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestConfirmOnTerminal answers the confirmation on a terminal: script(1)
+// runs the command on a pseudo-terminal fed from the test.
+func TestConfirmOnTerminal(t *testing.T) {
+	script, err := exec.LookPath("script")
+	if err != nil {
+		t.Skip("script(1) is not installed")
+	}
+	_, path := memorySnapshot(t)
+	spec := "memory:" + path
+	onTerminal := func(answer string) result {
+		line := strings.Join([]string{binary, "--store", spec, "--actor", "tester", "pause", "Widget", "w-ready"}, " ")
+		cmd := exec.Command(script, "-qec", line, "/dev/null")
+		cmd.Stdin = strings.NewReader(answer)
+		out, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		code := 0
+		if errors.As(err, &exit) {
+			code = exit.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return result{stdout: string(out), code: code}
+	}
+	if r := onTerminal("n\n"); r.code != exitRefused || !strings.Contains(r.stdout, "Pause Widget w-ready (state Up, phase Ready)? [y/N]") {
+		t.Errorf("answered n: exit %d: %q", r.code, r.stdout)
+	}
+	if r := tend(t, "--store", spec, "get", "Widget", "w-ready"); strings.Contains(r.stdout, "paused") {
+		t.Errorf("paused without confirmation: %q", r.stdout)
+	}
+	if r := onTerminal("y\n"); r.code != 0 || !strings.Contains(r.stdout, "Widget w-ready: pause done") {
+		t.Errorf("answered y: exit %d: %q", r.code, r.stdout)
+	}
+	if r := tend(t, "--store", spec, "get", "Widget", "w-ready"); !strings.Contains(r.stdout, "Ready (paused)") {
+		t.Errorf("confirmed, but not paused: %q", r.stdout)
 	}
 }

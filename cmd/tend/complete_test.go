@@ -34,6 +34,11 @@ func TestCompletionFromStore(t *testing.T) {
 		{"get", "Widget", ""},
 		{"describe", "Widget", "w-f"},
 		{"retry", "Widget", "w-fault", ""},
+		{"skip", "Widget", "w-fault", ""},
+		{"skip", "Widget", "w-ready", ""},
+		{"move", "Widget", "w-fault", ""},
+		{"request", "Widget", "w-ready", "re"},
+		{"remove-finalizer", "Widget", "w-ready", ""},
 		{"machine", "Widget", "--format", ""},
 	} {
 		r := tendEnv(t, env, append([]string{"__complete"}, args...)...)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/tendhq/tend/backends/etcd"
@@ -63,7 +64,11 @@ func (o *options) connect(ctx context.Context) (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := op.connect(ctx, o.actorName())
+	// A store that does not answer (etcd retries unreachable endpoints
+	// until its context ends) fails the command instead of hanging it.
+	cctx, cancel := context.WithTimeout(ctx, o.connectTimeout)
+	defer cancel()
+	c, err := op.connect(cctx, o.actorName())
 	if err != nil {
 		op.close()
 		return nil, err
@@ -207,6 +212,20 @@ func openPostgres(ctx context.Context, spec string) (*opener, error) {
 	if err != nil {
 		return nil, usagef("--store: %v", err)
 	}
+	// Opening a store creates its schema; tend only reads one that exists,
+	// so that a mistyped name is not a new, empty store.
+	if schema == "" {
+		schema = postgres.DefaultSchema
+	}
+	var exists bool
+	if err := pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM information_schema.schemata WHERE schema_name = $1)", schema).Scan(&exists); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	if !exists {
+		pool.Close()
+		return nil, fmt.Errorf("%w: PostgreSQL has no schema %q (set another with ?schema=)", errNoStore, schema)
+	}
 	return &opener{
 		base:   operator.Kinds(),
 		shared: true,
@@ -230,7 +249,7 @@ func openEtcd(spec string) (*opener, error) {
 	for _, h := range strings.Split(hosts, ",") {
 		endpoints = append(endpoints, "http://"+h)
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 10 * time.Second})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 10 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		return nil, err
 	}

@@ -45,7 +45,8 @@
 //	0  success (stuck: nothing is stuck)
 //	1  error: the store could not be reached, a write failed…
 //	2  usage: unknown command or flag, wrong arguments, bad --store
-//	3  not found: no such kind (no controller registered it) or document
+//	3  not found: no such kind (no controller registered it) or document,
+//	   or no store where --store points
 //	4  refused: the action was not taken: not confirmed, invalid for the
 //	   document (nothing to retry, unknown step…), a served kind's
 //	   finalizer without --force, or refused by the controller (--wait)

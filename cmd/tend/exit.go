@@ -23,7 +23,8 @@ const exitCodes = `Exit codes:
   0  success (stuck: nothing is stuck)
   1  error: the store could not be reached, a write failed…
   2  usage: unknown command or flag, wrong arguments, bad --store
-  3  not found: no such kind (no controller registered it) or document
+  3  not found: no such kind (no controller registered it) or document,
+     or no store where --store points
   4  refused: the action was not taken: not confirmed, invalid for the
      document (nothing to retry, unknown step…), a served kind's finalizer
      without --force, or refused by the controller (--wait)
@@ -49,6 +50,9 @@ func (e *codedError) Unwrap() error { return e.err }
 // errNotConfirmed is returned when a mutating command was not confirmed.
 var errNotConfirmed = errors.New("not confirmed")
 
+// errNoStore is returned when the store named holds no tend store.
+var errNoStore = errors.New("no tend store there")
+
 // errCommandRefused is returned by --wait when the controller refused the
 // command.
 var errCommandRefused = errors.New("the controller refused the command")
@@ -69,7 +73,8 @@ func classify(err error) error {
 		return err
 	case errors.As(err, &ue):
 		return &codedError{exitUsage, err}
-	case errors.Is(err, store.ErrNotFound), errors.Is(err, operator.ErrUnregistered), errors.Is(err, store.ErrUnknownKind):
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, operator.ErrUnregistered), errors.Is(err, store.ErrUnknownKind),
+		errors.Is(err, errNoStore):
 		return &codedError{exitNotFound, err}
 	case errors.Is(err, errNotConfirmed), errors.Is(err, errCommandRefused),
 		errors.Is(err, operator.ErrInvalidAction), errors.Is(err, operator.ErrServed):

@@ -61,7 +61,8 @@ func widgetMachine(t testing.TB) *statemachine.Machine[string, string] {
 			{State: "Gone", Phase: "Ready", Begin: "Deleting"},
 			{State: "Gone", Phase: "Fault", Begin: "Deleting"},
 		},
-		Requests: []statemachine.RequestRule[string]{{Name: "rebuild", Serve: []statemachine.Edge[string]{{From: "Ready", To: "Creating"}}}},
+		Requests: []statemachine.RequestRule[string]{{Name: "rebuild", Serve: []statemachine.Edge[string]{{From: "Ready", To: "Creating"}},
+			Refuse: []string{"Absent"}, Reason: "nothing to rebuild"}},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -94,10 +94,7 @@ func (g *getOptions) run(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	objs = slices.DeleteFunc(objs, func(o operator.Object) bool { return !g.match(o, sel) })
-	w := &objectWriter{out: g.out, format: g.output, now: g.now}
-	if g.watch {
-		w.stream = true
-	}
+	w := &objectWriter{out: g.out, format: g.output, now: g.now, stream: g.watch}
 	if err := w.write(objs); err != nil {
 		return err
 	}

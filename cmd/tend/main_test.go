@@ -36,7 +36,9 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	os.RemoveAll(dir)
 	if code == 0 {
-		if err := goleak.Find(); err != nil {
+		// client-go keeps a connection per API server for the life of
+		// the process.
+		if err := goleak.Find(goleak.IgnoreAnyFunction("golang.org/x/net/http2.(*ClientConn).readLoop")); err != nil {
 			fmt.Fprintln(os.Stderr, "goleak:", err)
 			code = 1
 		}
@@ -82,7 +84,7 @@ func transcript(t testing.TB, storeSpec string, lines ...[]string) string {
 	var b strings.Builder
 	for _, args := range lines {
 		r := tend(t, append([]string{"--store", storeSpec}, args...)...)
-		fmt.Fprintf(&b, "$ tend %s\n%s", strings.Join(args, " "), r.stdout)
+		fmt.Fprintf(&b, "$ tend %s\n%s", shellWords(args), r.stdout)
 		if r.stderr != "" {
 			fmt.Fprintf(&b, "[stderr]\n%s", r.stderr)
 		}
@@ -91,10 +93,23 @@ func transcript(t testing.TB, storeSpec string, lines ...[]string) string {
 	return normalise(strings.ReplaceAll(b.String(), storeSpec, "STORE"))
 }
 
+// shellWords writes args as a shell would need them typed.
+func shellWords(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = a
+		if a == "" || strings.ContainsAny(a, " \t'\"$\\") {
+			out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(out, " ")
+}
+
 var normalisers = []struct {
 	re   *regexp.Regexp
 	with string
 }{
+	{regexp.MustCompile(`reconcile=\S+`), "reconcile=ID"},
 	// times and ages
 	{regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)`), "TIME"},
 	{regexp.MustCompile(`\b\d+(d\d+h|h\d+m|m\d+s|[smhd])\b`), "AGE"},
@@ -102,7 +117,8 @@ var normalisers = []struct {
 	{regexp.MustCompile(`took=\S+`), "took=DURATION"},
 	{regexp.MustCompile(`("revision": |revision: |Revision:\s+)\d+`), "${1}N"},
 	{regexp.MustCompile(`("(uid|id|UID)": ")[^"]+"`), `${1}ID"`},
-	{regexp.MustCompile(`(UID:\s+|ID:\s+|reconcile=|command=|command |Operation:\s+)[A-Za-z0-9-]{8,}`), "${1}ID"},
+	{regexp.MustCompile(`(?m)^(\s*uid: )\S+$`), "${1}ID"},
+	{regexp.MustCompile(`(UID:\s+|ID:\s+|command=|command |Operation:\s+)[A-Za-z0-9-]{8,}`), "${1}ID"},
 	{regexp.MustCompile(`\b[A-Z2-7]{26}\b`), "ID"},
 	{regexp.MustCompile(`\b\d+-[a-z0-9]{8,}\b`), "ID"}, // commands' ids
 	// columns aligned around values of other lengths

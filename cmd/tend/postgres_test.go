@@ -83,3 +83,41 @@ func TestActionsPostgres(t *testing.T) {
 	produce(t, s)
 	golden(t, "actions", transcript(t, spec, actionCommands...))
 }
+
+// TestServedPostgres checks the commands against a kind its controller
+// serves: --wait sees the controller carry out or refuse each command, and
+// a finalizer stays unless forced.
+func TestServedPostgres(t *testing.T) {
+	s, spec := postgresStore(t)
+	produce(t, s)
+	run := startController(t, s, true)
+	defer run.stop()
+	waitServed(t, spec)
+	golden(t, "served", transcript(t, spec,
+		[]string{"retry", "Widget", "w-failing", "--yes", "--wait", "--timeout", "30s"},
+		[]string{"move", "Widget", "w-fault", "Ready", "--yes", "--wait", "--timeout", "30s"},
+		[]string{"get", "Widget", "w-fault"},
+		[]string{"request", "Widget", "w-down", "rebuild", "--yes", "--wait", "--timeout", "30s"},
+		[]string{"pause", "Widget", "w-ready", "--yes"},
+		[]string{"request", "Widget", "w-ready", "rebuild", "--yes", "--wait", "--timeout", "1s"},
+		[]string{"resume", "Widget", "w-ready", "--yes"},
+		[]string{"remove-finalizer", "Widget", "w-ready", "tend.dev/machine", "--yes"},
+		[]string{"remove-finalizer", "Widget", "w-ready", "tend.dev/machine", "--yes", "--force"},
+	))
+}
+
+// TestNoSchemaPostgres: tend does not create the schema a mistyped name
+// would.
+func TestNoSchemaPostgres(t *testing.T) {
+	u, err := url.Parse(postgresURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("schema", "t_no_such_schema")
+	u.RawQuery = q.Encode()
+	r := tend(t, "--store", u.String(), "get")
+	if r.code != exitNotFound || !strings.Contains(r.stderr, `no schema "t_no_such_schema"`) {
+		t.Errorf("get on a schema that does not exist: exit %d, %q", r.code, r.stderr)
+	}
+}

@@ -15,12 +15,14 @@ import (
 
 // options are the flags every command shares.
 type options struct {
-	store  string // --store, or TEND_STORE
-	actor  string // --actor, or TEND_ACTOR, or the user's name
-	yes    bool   // --yes
-	in     io.Reader
-	out    io.Writer
-	errOut io.Writer
+	store string // --store, or TEND_STORE
+	actor string // --actor, or TEND_ACTOR, or the user's name
+	yes   bool   // --yes
+	// connectTimeout bounds connecting and reading the registrations.
+	connectTimeout time.Duration
+	in             io.Reader
+	out            io.Writer
+	errOut         io.Writer
 	// interactive reports whether in is a terminal a person can answer on.
 	interactive bool
 	// now is the command's clock: ages, deadlines.
@@ -93,6 +95,7 @@ they need --yes.
 	}
 	pf := root.PersistentFlags()
 	pf.StringVar(&o.store, "store", "", "the store to connect to (default $TEND_STORE)")
+	pf.DurationVar(&o.connectTimeout, "connect-timeout", 30*time.Second, "how long to wait for the store to answer")
 	pf.StringVar(&o.actor, "actor", "", "who acts, as recorded in status and history (default $TEND_ACTOR, or the user's name)")
 	root.AddCommand(
 		newGet(o), newDescribe(o), newStuck(o), newMachine(o),
