@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -29,8 +30,16 @@ func serve(t testing.TB, l *lamps, cfg console.Config) (*httptest.Server, *http.
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/console/", c)
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
+	// The event streams end with their requests: end them all before
+	// Close waits for the requests.
+	ctx, cancel := context.WithCancel(context.Background())
+	srv := httptest.NewUnstartedServer(mux)
+	srv.Config.BaseContext = func(net.Listener) context.Context { return ctx }
+	srv.Start()
+	t.Cleanup(func() {
+		cancel()
+		srv.Close()
+	})
 	jar, _ := cookiejar.New(nil)
 	return srv, &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
