@@ -12,6 +12,10 @@ const (
 	DefectCheckpointDropped = defectCheckpointDropped
 	DefectIDUnstored        = defectIDUnstored
 	DefectNoGate            = defectNoGate
+
+	DefectPauseIgnored = defectPauseIgnored
+	DefectCommandLost  = defectCommandLost
+	DefectOperatorEcho = defectOperatorEcho
 )
 
 // Planted returns cfg with defect planted in the driver it configures.

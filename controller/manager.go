@@ -305,6 +305,19 @@ func (m *Manager) Run(ctx context.Context) error {
 		informers.Go(func() { _ = m.informers.Run(infCtx) })
 	}
 
+	// Each replica records the machines of its drivers and holds their
+	// presence leases for as long as it runs, in every mode: a standby
+	// replica serves the kind as soon as it takes over.
+	var presence sync.WaitGroup
+	presenceCtx, endPresence := context.WithCancel(context.WithoutCancel(ctx))
+	kinds := map[string]bool{}
+	for _, c := range m.controllers {
+		if r, ok := c.rec.(registrant); ok && !kinds[r.Registration().Kind] {
+			kinds[r.Registration().Kind] = true
+			presence.Go(func() { m.present(presenceCtx, r) })
+		}
+	}
+
 	var err error
 	switch m.mode {
 	case LeaderElection:
@@ -315,6 +328,8 @@ func (m *Manager) Run(ctx context.Context) error {
 		err = m.runAll(ctx, context.WithoutCancel(ctx), nil)
 	}
 
+	endPresence()
+	presence.Wait()
 	endInformers()
 	informers.Wait()
 	if !watch() {

@@ -21,6 +21,7 @@ import (
 	"github.com/tendhq/tend/finalizer"
 	"github.com/tendhq/tend/history"
 	"github.com/tendhq/tend/informer"
+	"github.com/tendhq/tend/operator"
 	"github.com/tendhq/tend/statemachine"
 	"github.com/tendhq/tend/store"
 	"github.com/tendhq/tend/workqueue"
@@ -240,6 +241,14 @@ const (
 	// defectNoGate reads the informer's cache without waiting for it to
 	// show the driver's own writes.
 	defectNoGate
+	// defectPauseIgnored drives a paused document as if it were not.
+	defectPauseIgnored
+	// defectCommandLost removes operator commands from status without
+	// carrying them out.
+	defectCommandLost
+	// defectOperatorEcho takes every write to a document the driver wrote
+	// before for its own: an operator's write does not queue it.
+	defectOperatorEcho
 )
 
 // Driver is the [Reconciler] of documents governed by a
@@ -349,6 +358,7 @@ type driverImpl[Spec, Status any] interface {
 	known(key string, revision int64, requeue func()) bool
 	updateSpec(ctx context.Context, key string, set func(*Spec)) (*store.Object[Spec, Status], error)
 	cascade(ctx context.Context, opts store.ListOptions, set func(*Spec), untilGone bool) (statemachine.Outcome, error)
+	registration() operator.Registration
 }
 
 // NewDriver returns a driver of the documents of collection c governed by
@@ -565,7 +575,10 @@ func (d *phaseDriver[Spec, Status, S, P]) machineStatus(obj *store.Object[Spec, 
 	var zero P
 	if st.Phase == zero {
 		if _, ok := d.m.Spec(zero); !ok {
-			return d.m.NewStatus()
+			// An operator may have paused it, or commanded it, already.
+			ns := d.m.NewStatus()
+			ns.Paused, ns.Commands = st.Paused, st.Commands
+			return ns
 		}
 	}
 	return st
@@ -650,9 +663,10 @@ type unwritten[Status any, S, P comparable] struct {
 	// step is set while the outcome of a step is not stored; atStep is the
 	// status the step left, before is the stored status it started from
 	// (encoded), for recordOver.
-	step   bool
-	atStep Status
-	before []byte
+	step     bool
+	atStep   Status
+	before   []byte
+	beforeSt statemachine.Status[S, P]
 
 	moves  []move[S, P] // the changes decided since the last write, reported once written
 	atMove int          // how many of moves the step's outcome ends
@@ -664,6 +678,7 @@ type move[S, P comparable] struct {
 	intent     S
 	read, next statemachine.Status[S, P]
 	now        time.Time
+	commands   []statemachine.CommandOutcome // the operator commands it carried out or refused
 }
 
 // firstOperation reports whether the stored status was never written by
@@ -712,7 +727,7 @@ func (d *phaseDriver[Spec, Status, S, P]) flush(ctx context.Context, log *zap.Lo
 		at := *obj
 		at.Status = w.atStep
 		moves, p, encoded = moves[:w.atMove], passRedecide, nil
-		written, err = d.recordOver(ctx, &at, w.before)
+		written, err = d.recordOver(ctx, &at, w.before, w.beforeSt)
 	}
 	switch {
 	case errors.Is(err, store.ErrConflict):
@@ -726,6 +741,7 @@ func (d *phaseDriver[Spec, Status, S, P]) flush(ctx context.Context, log *zap.Lo
 	for _, m := range moves {
 		d.report(ctx, log, written.Key, m.intent, m.read, m.next, m.now)
 		d.recordStatus(ctx, written, m.intent, m.read, m.next, m.now)
+		d.commanded(ctx, log, written, m.commands, m.now)
 	}
 	*w = unwritten[Status, S, P]{stored: d.machineStatus(written), status: written.Status, encoded: encoded, moves: w.moves[:0]}
 	return written, p, nil
@@ -740,6 +756,20 @@ func (d *phaseDriver[Spec, Status, S, P]) pass(ctx context.Context, log *zap.Log
 			return written, p, Result{}, ferr
 		}
 		return nil, passEnd, res, err
+	}
+	read := d.machineStatus(obj)
+	if read.Paused != nil && d.defects&defectPauseIgnored == 0 {
+		// Held by an operator: no decision, no write, no timer. Whatever
+		// this reconcile decided before is stored (the status was read
+		// again since), and the operator's next write queues it again.
+		d.metrics.paused(obj.Key, true)
+		return nil, passEnd, Result{}, nil
+	}
+	d.metrics.paused(obj.Key, false)
+	if len(read.Commands) > 0 {
+		if next, p, err := d.commands(ctx, log, obj, w, read); p != passAgain || next != nil {
+			return next, p, Result{}, err
+		}
 	}
 	if d.final != nil {
 		switch finalizer.StateOf(&finObject[Spec, Status]{c: d.c, obj: obj}, d.finalizer) {
@@ -758,7 +788,6 @@ func (d *phaseDriver[Spec, Status, S, P]) pass(ctx context.Context, log *zap.Log
 	}
 
 	now := time.Now()
-	read := d.machineStatus(obj)
 	st := read
 	if op := st.Operation; op != nil && !op.RetryAt.IsZero() &&
 		(obj.Generation != st.ObservedGeneration || obj.Terminating() != st.ObservedDeletion || d.defects&defectNoBackoff != 0) {
@@ -854,11 +883,14 @@ func (d *phaseDriver[Spec, Status, S, P]) pass(ctx context.Context, log *zap.Log
 		return end(Result{}, fmt.Errorf("%s %q: %w", d.c.Kind(), obj.Key, err))
 	}
 	next.ObservedGeneration, next.ObservedDeletion = obj.Generation, obj.Terminating()
+	// A request command whose token this decision served is removed in
+	// the write that records it served.
+	next, served := d.m.ApplyCommands(intent, next, r.Now)
 	if !next.Equal(read) {
 		*machineStatusOf[S, P](&obj.Status) = next
-		w.moves = append(w.moves, move[S, P]{intent: intent, read: read, next: next, now: r.Now})
+		w.moves = append(w.moves, move[S, P]{intent: intent, read: read, next: next, now: r.Now, commands: served})
 		if dec.Action == statemachine.Run {
-			w.step, w.atStep, w.before, w.atMove = true, obj.Status, before, len(w.moves)
+			w.step, w.atStep, w.before, w.beforeSt, w.atMove = true, obj.Status, before, w.stored, len(w.moves)
 		}
 	}
 	d.metrics.observe(obj.Key, next.Target, next.Phase)
@@ -933,16 +965,18 @@ func (d *phaseDriver[Spec, Status, S, P]) gaveUp(obj *store.Object[Spec, Status]
 // tokens of the requests obj's spec carries and the due times of the timers
 // computed from obj.
 func (d *phaseDriver[Spec, Status, S, P]) fold(obj *store.Object[Spec, Status], st statemachine.Status[S, P]) statemachine.Status[S, P] {
+	var reqs map[string][]string
 	if hr, ok := any(obj.Spec).(HasRequests); ok {
-		reqs := hr.Requests()
-		for _, name := range d.requests {
-			st = st.Request(name, reqs[name]...)
-		}
-		if d.defects&defectRequestsLost != 0 {
-			st.Requests = slices.Clone(st.Requests)
-			for i := range st.Requests {
-				st.Requests[i].Served = slices.Clone(st.Requests[i].Tokens)
-			}
+		reqs = hr.Requests()
+	}
+	for _, name := range d.requests {
+		// An operator's request command is a token beside the spec's.
+		st = st.Request(name, slices.Concat(reqs[name], st.RequestCommands(name))...)
+	}
+	if d.defects&defectRequestsLost != 0 {
+		st.Requests = slices.Clone(st.Requests)
+		for i := range st.Requests {
+			st.Requests[i].Served = slices.Clone(st.Requests[i].Tokens)
 		}
 	}
 	for _, name := range d.computed {
@@ -1076,12 +1110,18 @@ func (d *phaseDriver[Spec, Status, S, P]) writeEncoded(ctx context.Context, obj 
 // it. A status someone else changed meanwhile wins: the conflict is
 // returned, and the step's outcome is dropped for the next pass to decide
 // on what is stored.
-func (d *phaseDriver[Spec, Status, S, P]) recordOver(ctx context.Context, obj *store.Object[Spec, Status], before []byte) (*store.Object[Spec, Status], error) {
+func (d *phaseDriver[Spec, Status, S, P]) recordOver(ctx context.Context, obj *store.Object[Spec, Status], before []byte, beforeSt statemachine.Status[S, P]) (*store.Object[Spec, Status], error) {
 	for attempt := 0; ; attempt++ {
 		cur, err := d.c.Get(ctx, obj.Key)
 		if err != nil {
 			return nil, err
 		}
+		// The operator's fields of the status (a pause, commands) may
+		// have changed meanwhile: they are compared as they were, and
+		// written as they are now.
+		ms := machineStatusOf[S, P](&cur.Status)
+		paused, commands := ms.Paused, ms.Commands
+		ms.Paused, ms.Commands = beforeSt.Paused, beforeSt.Commands
 		doc, err := d.c.EncodeStatus(cur)
 		if err != nil {
 			return nil, err
@@ -1091,6 +1131,8 @@ func (d *phaseDriver[Spec, Status, S, P]) recordOver(ctx context.Context, obj *s
 				Err: fmt.Errorf("%w: the status changed while a step ran", store.ErrConflict)}
 		}
 		cur.Status = obj.Status
+		ms = machineStatusOf[S, P](&cur.Status)
+		ms.Paused, ms.Commands = paused, commands
 		written, err := d.writeStatus(ctx, cur)
 		if !errors.Is(err, store.ErrConflict) || attempt == d.conflicts {
 			return written, err

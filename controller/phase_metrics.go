@@ -29,6 +29,8 @@ type phaseMetrics[S, P comparable] struct {
 	drifts      *prometheus.CounterVec // by phase
 	requests    *prometheus.CounterVec // by request and result
 	timers      *prometheus.CounterVec // by timer
+	commands    *prometheus.CounterVec // by verb and result
+	pausedDocs  prometheus.Gauge
 
 	// mu guards since and pairs.
 	mu sync.Mutex
@@ -39,6 +41,8 @@ type phaseMetrics[S, P comparable] struct {
 	// pairs holds, per key, the (target intent, phase) the documents gauge
 	// counts the document under.
 	pairs map[string]statemachine.Pair[S, P]
+	// held holds the keys of the documents last seen paused.
+	held map[string]bool
 }
 
 // stepKey names one series of tend_step_attempts_total.
@@ -98,8 +102,19 @@ func newPhaseMetrics[S, P comparable](reg prometheus.Registerer, kind string, m 
 			Help:        "Timers that began an operation, per kind and timer",
 			ConstLabels: labels,
 		}, []string{"timer"}),
+		commands: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name:        "tend_operator_commands_total",
+			Help:        "Operator commands carried out, per kind, verb and result (applied, refused)",
+			ConstLabels: labels,
+		}, []string{"verb", "result"}),
+		pausedDocs: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name:        "tend_paused_documents",
+			Help:        "Documents this replica last found paused by an operator, per kind",
+			ConstLabels: labels,
+		}),
 		since: make(map[string]entered[P]),
 		pairs: make(map[string]statemachine.Pair[S, P]),
+		held:  make(map[string]bool),
 	}
 	documents := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name:        "tend_documents",
@@ -112,7 +127,7 @@ func newPhaseMetrics[S, P comparable](reg prometheus.Registerer, kind string, m 
 		ConstLabels: labels,
 	}, []string{"phase", "step", "outcome"})
 	pm.collectors = []prometheus.Collector{transitions, durations, documents, steps, pm.failures, pm.refusals,
-		pm.drifts, pm.requests, pm.timers}
+		pm.drifts, pm.requests, pm.timers, pm.commands, pm.pausedDocs}
 	for _, s := range m.States() {
 		for _, p := range m.Phases() {
 			pm.documents[statemachine.Pair[S, P]{State: s, Phase: p}] = documents.WithLabelValues(fmt.Sprint(s), fmt.Sprint(p))
@@ -227,11 +242,40 @@ func (pm *phaseMetrics[S, P]) timer(name string) {
 	}
 }
 
+// command counts an operator command carried out or refused.
+func (pm *phaseMetrics[S, P]) command(verb statemachine.Verb, result string) {
+	if pm != nil {
+		pm.commands.WithLabelValues(string(verb), result).Inc()
+	}
+}
+
+// paused records whether the document under key was found paused.
+func (pm *phaseMetrics[S, P]) paused(key string, paused bool) {
+	if pm == nil {
+		return
+	}
+	pm.mu.Lock()
+	was := pm.held[key]
+	if paused {
+		pm.held[key] = true
+	} else {
+		delete(pm.held, key)
+	}
+	pm.mu.Unlock()
+	switch {
+	case paused && !was:
+		pm.pausedDocs.Inc()
+	case !paused && was:
+		pm.pausedDocs.Dec()
+	}
+}
+
 // forget drops what is known of the document under key, once it is gone.
 func (pm *phaseMetrics[S, P]) forget(key string) {
 	if pm == nil {
 		return
 	}
+	pm.paused(key, false)
 	pm.mu.Lock()
 	delete(pm.since, key)
 	prev, ok := pm.pairs[key]

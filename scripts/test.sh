@@ -64,6 +64,11 @@ for m in "${modules[@]}"; do
   (cd "$m" && go test -race -count=1 -timeout 20m ./...) || fail "tests in $m"
 done
 
+step "driver harnesses at full length, without the race detector"
+# Under -race the gateway's harness runs a fifth of its 1,000 runs (the race
+# detector makes each several times slower); here it runs them all.
+(cd examples && go test -count=1 -timeout 20m -run '^TestGatewayDriverHarness$' ./gateway/platform) || fail "the gateway driver harness"
+
 step "fuzz targets"
 # Budgets are counts of inputs, not durations: with a duration, Go 1.26's fuzzing
 # coordinator can report its own deadline as a failure when the time runs out

@@ -15,10 +15,6 @@ import (
 	"github.com/tendhq/tend/store"
 )
 
-// harnessBatches runs the gateway driver's property test this many times,
-// each with rapid's number of checks (100 by default): 1,000 runs.
-const harnessBatches = 10
-
 // gatewayHarness is the driver harness's configuration of the gateway
 // machine: its real driver with the platform's real steps and probes, over
 // a simulated cluster and database server failing 20% of calls, next to the
@@ -116,7 +112,9 @@ func matches(sim *infra.Sim, gw *Gateway) error {
 // The gateway's real driver and steps, with the runtime domains' real
 // controller beside it, pass the driver harness: 1,000 runs of random
 // intents, restarts, deletions, step faults, 20% failing backend calls,
-// crashes between a step's effect and its record, and two replicas.
+// crashes between a step's effect and its record, and two replicas (200
+// runs under the race detector, which makes each run several times slower;
+// the test command runs the full 1,000 without it too).
 func TestGatewayDriverHarness(t *testing.T) {
 	batches := harnessBatches
 	if testing.Short() {
