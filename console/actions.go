@@ -137,7 +137,7 @@ func (c *Console) serveAction(w http.ResponseWriter, r *http.Request) {
 	if c.actor != nil {
 		actor = cmp.Or(c.actor(r), actor)
 	}
-	client, err := operator.New(c.store, operator.Config{Actor: actor, Logger: c.log})
+	client, err := operator.New(c.store, operator.Config{Actor: actor})
 	if err != nil {
 		c.fail(w, r, err)
 		return

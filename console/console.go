@@ -96,7 +96,7 @@ func New(cfg Config) (*Console, error) {
 	if !strings.HasPrefix(prefix, "/") || !strings.HasSuffix(prefix, "/") || strings.ContainsAny(prefix, "{} \t\n") {
 		return nil, fmt.Errorf("%w: Prefix %q must begin and end with a slash and hold no spaces or braces", ErrInvalidConfig, cfg.Prefix)
 	}
-	reader, err := operator.New(cfg.Store, operator.Config{Logger: cfg.Logger})
+	reader, err := operator.New(cfg.Store, operator.Config{})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}

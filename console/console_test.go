@@ -80,17 +80,17 @@ func post(t testing.TB, client *http.Client, u string, form url.Values) (int, st
 }
 
 func TestNewRejectsBadConfig(t *testing.T) {
-	l := &lamps{}
+	st := newLamps(t).store
 	for _, cfg := range []console.Config{
 		{},
-		{Store: newLamps(t).store, Prefix: "console"},
-		{Store: newLamps(t).store, Prefix: "/console"},
+		{Store: st, Prefix: "console/"},
+		{Store: st, Prefix: "/console"},
+		{Store: st, Prefix: "/{kind}/"},
 	} {
 		if _, err := console.New(cfg); !errors.Is(err, console.ErrInvalidConfig) {
-			t.Errorf("New(%+v) = %v, want ErrInvalidConfig", cfg, err)
+			t.Errorf("New(%+v) = %v, want ErrInvalidConfig", cfg.Prefix, err)
 		}
 	}
-	_ = l
 }
 
 func TestPages(t *testing.T) {
@@ -101,7 +101,8 @@ func TestPages(t *testing.T) {
 	srv, client := serve(t, l, console.Config{})
 
 	code, body := get(t, client, srv.URL+"/console/")
-	if code != http.StatusOK || !strings.Contains(body, `href="/console/kinds/Lamp"`) || !strings.Contains(body, `data-phase="Brightening">Brightening <b>1</b>`) {
+	if code != http.StatusOK || !strings.Contains(body, `href="/console/kinds/Lamp"`) || !strings.Contains(body, `data-phase="Brightening">Brightening <b>1</b>`) ||
+		!strings.Contains(body, `<span class="ok">running</span>`) {
 		t.Errorf("kinds page: %d\n%s", code, body)
 	}
 	code, body = get(t, client, srv.URL+"/console/kinds/Lamp")

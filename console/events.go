@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/tendhq/tend/operator"
 	"github.com/tendhq/tend/statemachine"
 	"github.com/tendhq/tend/store"
@@ -77,8 +79,8 @@ func (c *Console) serveEvents(w http.ResponseWriter, r *http.Request) {
 			c.fail(w, r, err)
 			return
 		}
-		if machines[k], err = statemachine.New(reg.Machine); err != nil {
-			c.fail(w, r, fmt.Errorf("the machine recorded for %s: %w", k, err))
+		if machines[k], err = reg.Build(); err != nil {
+			c.fail(w, r, err)
 			return
 		}
 		start := from
@@ -149,8 +151,7 @@ func (c *Console) serveEvents(w http.ResponseWriter, r *http.Request) {
 			if ctx.Err() == nil {
 				// Compacted, lagged or closed: the page reads everything
 				// again and opens a new stream.
-				c.log.Debug("console event stream ended")
-				_ = err
+				c.log.Debug("console event stream ended", zap.Error(err))
 				sendReload(w, flusher)
 			}
 			return
@@ -163,12 +164,9 @@ func (c *Console) serveEvents(w http.ResponseWriter, r *http.Request) {
 			if key != "" && ev.Document.Meta.Key != key {
 				continue
 			}
-			oe, err := c.event(ctx, ev, machines[ev.Document.Meta.Kind], key != "")
+			oe, err := c.event(ev, machines[ev.Document.Meta.Kind], key != "")
 			if err != nil {
-				if ctx.Err() != nil {
-					return
-				}
-				c.log.Debug("console event skipped")
+				c.log.Debug("console event skipped", zap.Error(err))
 				continue
 			}
 			data, err := json.Marshal(oe)
@@ -190,22 +188,13 @@ func sendReload(w http.ResponseWriter, f http.Flusher) {
 
 // event describes a change for the pages, reading the document as the
 // operator package reads it.
-func (c *Console) event(ctx context.Context, ev store.Event, m *statemachine.Machine[string, string], withStatus bool) (objectEvent, error) {
-	kind := ev.Document.Meta.Kind
-	oe := objectEvent{Type: ev.Type.String(), Revision: ev.Revision}
-	var o operator.Object
-	if ev.Type == store.Deleted {
-		o.Meta = ev.Document.Meta
-	} else {
-		var err error
-		if o, err = c.reader.Get(ctx, kind, ev.Document.Meta.Key); errors.Is(err, store.ErrNotFound) {
-			oe.Type, o.Meta = store.Deleted.String(), ev.Document.Meta
-		} else if err != nil {
-			return oe, err
-		}
+func (c *Console) event(ev store.Event, m *statemachine.Machine[string, string], withStatus bool) (objectEvent, error) {
+	o, err := operator.Decode(ev.Document)
+	if err != nil {
+		return objectEvent{}, err
 	}
-	oe.objectRow = c.row(kind, m, o, c.now())
-	if withStatus && oe.Type != store.Deleted.String() {
+	oe := objectEvent{Type: ev.Type.String(), Revision: ev.Revision, objectRow: c.row(o.Meta.Kind, m, o, c.now())}
+	if withStatus && ev.Type != store.Deleted {
 		oe.Status = o.Status
 	}
 	return oe, nil

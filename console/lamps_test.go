@@ -2,8 +2,6 @@ package console_test
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -110,30 +108,32 @@ func newLamps(t testing.TB) *lamps {
 	if err != nil {
 		t.Fatal(err)
 	}
-	register(t, mem, operator.Registration{Kind: lampKind, Machine: m.Descriptor()})
+	mgr, err := controller.NewManager(controller.ManagerConfig{Controllers: []*controller.Controller{c}})
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = rec.Run(ctx) })
-	wg.Go(func() { _ = c.Run(ctx) })
+	wg.Go(func() { _ = mgr.Run(ctx) })
 	t.Cleanup(func() {
 		cancel()
 		wg.Wait()
 	})
-	return l
-}
-
-// register records reg as a controller does, unless one is recorded.
-func register(t testing.TB, b store.Backend, reg operator.Registration) {
-	t.Helper()
-	spec, err := json.Marshal(reg)
+	// The manager records the lamps' machine as it starts.
+	client, err := operator.New(mem, operator.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = b.Create(context.Background(), store.Document{Meta: store.Meta{Kind: operator.MachinesKind, Key: reg.Kind}, Spec: spec})
-	if err != nil && !errors.Is(err, store.ErrAlreadyExists) {
-		t.Fatal(err)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := client.Registration(ctx, lampKind); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("the manager recorded no registration of %s: %v", lampKind, err)
+		}
 	}
+	return l
 }
 
 // create creates lamp key with intent state.

@@ -114,9 +114,9 @@ type kindView struct {
 // readKind reads a kind's registration, builds its machine and lists its
 // documents.
 func (c *Console) readKind(ctx context.Context, reg operator.Registration) (kindView, error) {
-	m, err := statemachine.New(reg.Machine)
+	m, err := reg.Build()
 	if err != nil {
-		return kindView{}, fmt.Errorf("the machine recorded for %s: %w", reg.Kind, err)
+		return kindView{}, err
 	}
 	objs, err := c.reader.List(ctx, reg.Kind, store.ListOptions{})
 	if err != nil {
@@ -341,9 +341,9 @@ func (c *Console) showObject(w http.ResponseWriter, r *http.Request, code int, m
 		c.fail(w, r, err)
 		return
 	}
-	m, err := statemachine.New(reg.Machine)
+	m, err := reg.Build()
 	if err != nil {
-		c.fail(w, r, fmt.Errorf("the machine recorded for %s: %w", kind, err))
+		c.fail(w, r, err)
 		return
 	}
 	rev, err := c.revision(ctx, kind)
