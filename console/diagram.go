@@ -136,17 +136,26 @@ func layout(m *statemachine.Machine[string, string], current string) diagram {
 	return d
 }
 
-// path returns the SVG path of an arrow from box a to box b: straight down
-// to a lower layer, else a curve out of a's side into b's; and the x
-// coordinate of its bend.
+// path returns the SVG path of an arrow from box a to box b: down to a
+// lower layer, straight across within one, else a curve out of a's side
+// into b's; and the x coordinate of its bend.
 func path(a, b node) (string, int) {
 	if b.Y > a.Y {
 		x1, y1 := a.X+a.W/2, a.Y+a.H
 		x2, y2 := b.X+b.W/2, b.Y
 		return fmt.Sprintf("M%d %d C%d %d %d %d %d %d", x1, y1, x1, y1+gapY/2, x2, y2-gapY/2, x2, y2), x1
 	}
-	// Up or sideways: leave from a side and bend outwards, so the curve
-	// does not cross the boxes between.
+	if b.Y == a.Y && a.X != b.X { // the same layer: side to side
+		// Rightwards above the middle, leftwards below, so that arrows
+		// both ways between two boxes do not overlap.
+		x1, x2, y := a.X+a.W, b.X, a.Y+a.H/2-4
+		if b.X < a.X {
+			x1, x2, y = a.X, b.X+b.W, a.Y+a.H/2+4
+		}
+		return fmt.Sprintf("M%d %d L%d %d", x1, y, x2, y), x1
+	}
+	// Up: leave from a side and bend outwards, so the curve does not
+	// cross the boxes between.
 	x1, y1 := a.X+a.W, a.Y+a.H/2
 	x2, y2 := b.X+b.W, b.Y+b.H/2
 	bend := max(x1, x2) + gapX + (a.Y-b.Y)/4

@@ -39,6 +39,12 @@ type HandlerConfig struct {
 	// the same handlers on http.DefaultServeMux; this handler does not use
 	// DefaultServeMux.)
 	Pprof bool
+
+	// Handlers are served beside the others, each under its ServeMux
+	// pattern: a web console under "/console/", say. A pattern that is
+	// invalid or conflicts with another panics, as ServeMux.Handle does.
+	// Nil means none.
+	Handlers map[string]http.Handler
 }
 
 // Handler returns an HTTP handler of the replica's health, as Kubernetes'
@@ -49,6 +55,7 @@ type HandlerConfig struct {
 //   - /history/{kind}/{key}: the history of a document, when
 //     [HandlerConfig.History] is set (see [HistoryHandler]).
 //   - /debug/pprof/: the runtime's profiles, when [HandlerConfig.Pprof] is set.
+//   - [HandlerConfig.Handlers], each under its pattern.
 //
 // /readyz and /healthz answer GET and HEAD: 200 with the body "ok" when every
 // check passes, else 503 with one line per check, "[+]name ok" or
@@ -72,6 +79,9 @@ func (m *Manager) Handler(cfg HandlerConfig) http.Handler {
 		mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("POST /debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	}
+	for pattern, h := range cfg.Handlers {
+		mux.Handle(pattern, h)
 	}
 	return mux
 }
