@@ -121,6 +121,16 @@ func TestPages(t *testing.T) {
 	if !strings.Contains(body, "This console is read-only.") || strings.Contains(body, "<form") {
 		t.Error("a read-only console shows action forms")
 	}
+	for _, a := range []string{"console.css", "console.js"} {
+		resp, err := client.Get(srv.URL + "/console/assets/" + a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("GET %s: %d", a, resp.StatusCode)
+		}
+	}
 	for _, u := range []string{"/console/kinds/Nope", "/console/kinds/Lamp/objects/nope"} {
 		if code, _ := get(t, client, srv.URL+u); code != http.StatusNotFound {
 			t.Errorf("GET %s: %d, want 404", u, code)
