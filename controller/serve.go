@@ -40,11 +40,10 @@ type HandlerConfig struct {
 	// DefaultServeMux.)
 	Pprof bool
 
-	// Handlers are served beside the others, each under its ServeMux
-	// pattern: a web console under "/console/", say. A pattern that is
-	// invalid or conflicts with another panics, as ServeMux.Handle does.
-	// Nil means none.
-	Handlers map[string]http.Handler
+	// Fallback serves every request no other route matches: a web
+	// console that serves the paths under /console/, say. Nil means 404
+	// Not Found.
+	Fallback http.Handler
 }
 
 // Handler returns an HTTP handler of the replica's health, as Kubernetes'
@@ -55,13 +54,14 @@ type HandlerConfig struct {
 //   - /history/{kind}/{key}: the history of a document, when
 //     [HandlerConfig.History] is set (see [HistoryHandler]).
 //   - /debug/pprof/: the runtime's profiles, when [HandlerConfig.Pprof] is set.
-//   - [HandlerConfig.Handlers], each under its pattern.
+//   - anything else: [HandlerConfig.Fallback], when set.
 //
 // /readyz and /healthz answer GET and HEAD: 200 with the body "ok" when every
 // check passes, else 503 with one line per check, "[+]name ok" or
 // "[-]name failed: reason", and a last line "readyz check failed" (or
 // healthz). With the query parameter verbose, a passing answer lists its
-// checks too and ends with "readyz check passed". Other paths are not found.
+// checks too and ends with "readyz check passed". Other paths are not found,
+// unless Fallback serves them.
 func (m *Manager) Handler(cfg HandlerConfig) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /readyz", checkHandler("readyz", m.readiness))
@@ -80,8 +80,8 @@ func (m *Manager) Handler(cfg HandlerConfig) http.Handler {
 		mux.HandleFunc("POST /debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	}
-	for pattern, h := range cfg.Handlers {
-		mux.Handle(pattern, h)
+	if cfg.Fallback != nil {
+		mux.Handle("/", cfg.Fallback)
 	}
 	return mux
 }

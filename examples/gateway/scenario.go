@@ -151,7 +151,7 @@ func run(ctx context.Context, opts options, out io.Writer) (report, error) {
 	var opsErr error
 	if opts.Listener != nil {
 		wg.Go(func() { _ = rec.Run(runCtx) })
-		hc := controller.HandlerConfig{Gatherer: opts.Gatherer, History: history.NewReader(st), Handlers: map[string]http.Handler{"/console/": con}}
+		hc := controller.HandlerConfig{Gatherer: opts.Gatherer, History: history.NewReader(st), Fallback: con}
 		wg.Go(func() { opsErr = p.Manager().ServeListener(runCtx, opts.Listener, hc) })
 		fmt.Fprintf(out, "serving probes, metrics and history on http://%s (/readyz, /healthz, /metrics, /history/%s/%s)\n",
 			opts.Listener.Addr(), platform.KindApiGateway, w.gatewayID(0))

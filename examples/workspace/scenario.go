@@ -218,7 +218,7 @@ func play(ctx context.Context, w world, objects objstore.Store, o ops, out io.Wr
 	g.Go(func() error { return b.summarize(gctx, ctrl.Collection(), cmp.Or(o.summaryEvery, time.Second)) })
 	if o.listener != nil {
 		g.Go(func() error { return rec.Run(gctx) })
-		hc := controller.HandlerConfig{History: history.NewReader(mem), Handlers: map[string]http.Handler{"/console/": con}}
+		hc := controller.HandlerConfig{History: history.NewReader(mem), Fallback: con}
 		if o.registry != nil {
 			hc.Gatherer = o.registry
 		}
