@@ -29,6 +29,15 @@ const (
 	ActionRemoveFinalizer ActionName = "remove-finalizer"
 )
 
+// known reports whether n is one of the console's actions.
+func (n ActionName) known() bool {
+	switch n {
+	case ActionPause, ActionResume, ActionRetry, ActionSkip, ActionMove, ActionRequest, ActionRemoveFinalizer:
+		return true
+	}
+	return false
+}
+
 // Action is what an operator asks the console to do to one document, as
 // [Config.Authorize] is asked about it.
 type Action struct {
@@ -123,9 +132,7 @@ func (c *Console) serveAction(w http.ResponseWriter, r *http.Request) {
 		Reason: r.PostFormValue("reason"), Step: r.PostFormValue("step"), Phase: r.PostFormValue("phase"),
 		Request: r.PostFormValue("request"), Finalizer: r.PostFormValue("finalizer"), Force: r.PostFormValue("force") != "",
 	}
-	switch a.Name {
-	case ActionPause, ActionResume, ActionRetry, ActionSkip, ActionMove, ActionRequest, ActionRemoveFinalizer:
-	default:
+	if !a.Name.known() {
 		http.Error(w, fmt.Sprintf("console: unknown action %q", a.Name), http.StatusBadRequest)
 		return
 	}

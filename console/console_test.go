@@ -366,3 +366,39 @@ func TestEventsFollowPhaseChanges(t *testing.T) {
 		t.Errorf("a bad revision: %d, want 400", code)
 	}
 }
+
+// The actions reach the document through the operator package: they are
+// recorded in its history, and one the machine does not allow is refused
+// with the reason on the document's page.
+func TestActionsActThroughTheOperatorClient(t *testing.T) {
+	l := newLamps(t)
+	l.create(t, "hall", "On")
+	l.waitPhase(t, "hall", "Brightening")
+	srv, client := serve(t, l, console.Config{
+		Authorize: func(*http.Request, console.Action) error { return nil },
+		Actor:     func(*http.Request) string { return "bob" },
+	})
+	u := srv.URL + "/console/kinds/Lamp/objects/hall"
+	tok := token(t, client, u)
+	if code, _ := post(t, client, u, url.Values{"action": {"pause"}, "reason": {"checking"}, "token": {tok}}); code != http.StatusSeeOther {
+		t.Fatalf("pause: %d", code)
+	}
+	code, body := get(t, client, u+"?done=pause")
+	if code != http.StatusOK || !strings.Contains(body, `<dd data-field="paused">bob: checking</dd>`) ||
+		!strings.Contains(body, `<tr class="entry-operator">`) || !strings.Contains(body, "Done: pause.") {
+		t.Errorf("the page after a pause: %d\n%s", code, body)
+	}
+	if code, _ := post(t, client, u, url.Values{"action": {"resume"}, "token": {tok}}); code != http.StatusSeeOther {
+		t.Fatalf("resume: %d", code)
+	}
+	if st := l.status(t, "hall"); st.Paused != nil {
+		t.Errorf("after resume, status.paused = %+v", st.Paused)
+	}
+	code, body = post(t, client, u, url.Values{"action": {"move"}, "phase": {"Nowhere"}, "token": {tok}})
+	if code != http.StatusBadRequest || !strings.Contains(body, `<p class="message" id="message">`) || !strings.Contains(body, "Nowhere") {
+		t.Errorf("a move to a phase the machine lacks: %d\n%s", code, body)
+	}
+	if _, body := get(t, client, u+"?done=<b>you+were+hacked</b>"); strings.Contains(body, "hacked") {
+		t.Error("the page shows any text a link gives it")
+	}
+}

@@ -328,7 +328,14 @@ type objectPage struct {
 }
 
 func (c *Console) serveObject(w http.ResponseWriter, r *http.Request) {
-	c.showObject(w, r, http.StatusOK, r.URL.Query().Get("done"))
+	// The page an action redirects to says it was done; only the names
+	// of actions are shown, so a link cannot put words in the console's
+	// mouth.
+	var message string
+	if a := ActionName(r.URL.Query().Get("done")); a.known() {
+		message = "Done: " + string(a) + "."
+	}
+	c.showObject(w, r, http.StatusOK, message)
 }
 
 // showObject renders a document's page with code and a message.
