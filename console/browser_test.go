@@ -152,6 +152,16 @@ func TestBrowser(t *testing.T) {
 		if got := text(t, ctx, `[data-count="Brightening"] b`); got != "1" {
 			t.Errorf("the Brightening count shows %s, want 1", got)
 		}
+		// A lamp created meanwhile joins the list.
+		l.create(t, "attic", "Off")
+		within(t, ctx, "waiting for attic to show",
+			chromedp.WaitVisible(chromedp.CSS(`tbody[data-phase="Dark"] tr[data-key="attic"]`)))
+		if got := text(t, ctx, `tr[data-key="attic"] a[href="/console/kinds/Lamp/objects/attic"]`); got != "attic" {
+			t.Errorf("attic's link reads %q", got)
+		}
+		if got := text(t, ctx, `main [data-field="total"]`); got != "4" {
+			t.Errorf("the page counts %s lamps, want 4", got)
+		}
 		if !eval[bool](t, ctx, `window.notReloaded === true`) {
 			t.Error("the page was loaded again")
 		}
