@@ -100,10 +100,12 @@ func lampDriver(tb testing.TB, s store.Backend, f *informer.Factory) (*tendctrl.
 		Observers: map[string]tendctrl.Observer[lampSpec, lampStatus]{
 			"lit": func(context.Context, *store.Object[lampSpec, lampStatus]) (bool, string, error) { return true, "", nil },
 		},
-		Informers: f,
 	})
 	if err != nil {
 		tb.Fatal(err)
+	}
+	if f != nil {
+		d.UseCache(f)
 	}
 	return d, lamps
 }
@@ -168,8 +170,9 @@ func BenchmarkSteadyReconcile(b *testing.B) {
 }
 
 // BenchmarkWatchesPerProcess starts five controllers following one kind
-// under one Manager, until each has synced, and stops them: with each source
-// watching on its own, and with the Manager's informer factory. It reports
+// under one Manager, until each has synced, and stops them: uncached, each
+// source watching on its own, and sharing the Manager's informer factory
+// (the default). It reports
 // the backend watches the process opened: five without the factory, one
 // with it.
 func BenchmarkWatchesPerProcess(b *testing.B) {
@@ -198,22 +201,15 @@ func BenchmarkWatchesPerProcess(b *testing.B) {
 // runFive runs five controllers of the Lamp kind under a Manager until all
 // have synced, then stops them.
 func runFive(b *testing.B, s *countingStore, shared bool) {
-	var lw tendctrl.ListWatcher = s
 	mc := tendctrl.ManagerConfig{}
-	if shared {
-		f, err := informer.NewFactory(s, informer.FactoryConfig{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		lw, mc.Informers = f, f
-	}
 	for i := range 5 {
 		c, err := tendctrl.New(tendctrl.Config{
 			Name: fmt.Sprint("c", i),
 			Reconciler: tendctrl.ReconcilerFunc(func(context.Context, string) (tendctrl.Result, error) {
 				return tendctrl.Result{}, nil
 			}),
-			Sources: []tendctrl.Source{tendctrl.Kind(lw, "Lamp")},
+			Sources:  []tendctrl.Source{tendctrl.Kind(s, "Lamp")},
+			Uncached: !shared,
 		})
 		if err != nil {
 			b.Fatal(err)

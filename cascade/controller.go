@@ -1,17 +1,20 @@
 package cascade
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/tendhq/tend/controller"
+	"github.com/tendhq/tend/informer"
 	"github.com/tendhq/tend/store"
 )
 
@@ -91,32 +94,20 @@ func NewController(cfg Config) (*controller.Controller, error) {
 			return nil, fmt.Errorf("%w: kind %q: %w", ErrInvalidConfig, k, store.ErrUnknownKind)
 		}
 	}
-	name := cfg.Name
-	if name == "" {
-		name = DefaultName
-	}
-	log := cfg.Logger
-	if log == nil {
-		log = zap.NewNop()
-	}
+	name := cmp.Or(cfg.Name, DefaultName)
+	log := cmp.Or(cfg.Logger, zap.NewNop())
 	m, unregister, err := newMetrics(cfg.MetricsRegisterer)
 	if err != nil {
 		return nil, err
 	}
-	workers := cfg.Workers
-	if workers == 0 {
-		workers = DefaultWorkers
-	}
+	workers := cmp.Or(cfg.Workers, DefaultWorkers)
 	r := &reconciler{b: cfg.Backend, kinds: kinds, workers: workers, log: log.Named(name), metrics: m}
 	var c *controller.Controller // set below, before it can run
 	sources := make([]controller.Source, 0, len(kinds)+1)
 	for _, k := range kinds {
 		sources = append(sources, controller.Watches(cfg.Backend, k, r.keysOf))
 	}
-	every := cfg.ResyncPeriod
-	if every == 0 {
-		every = DefaultResyncPeriod
-	}
+	every := cmp.Or(cfg.ResyncPeriod, DefaultResyncPeriod)
 	sources = append(sources, r.resync(func() bool { return c.HasSynced() }, every))
 	c, err = controller.New(controller.Config{
 		Name:              name,
@@ -142,6 +133,7 @@ type reconciler struct {
 	workers int         // also how many dependents one reconcile collects at once
 	log     *zap.Logger // for the resync source; reconciles log through controller.LoggerFrom
 	metrics *metrics
+	cache   atomic.Pointer[map[string]*informer.Informer] // the shared cache by kind (see UseCache); nil: reads go to the store
 }
 
 // keyOf returns the work-queue key of the document kind/key with uid:
@@ -183,23 +175,34 @@ func (r *reconciler) watched(kind string) bool {
 // Reconcile implements [controller.Reconciler]. It reads the document the
 // key names and does what it needs (see process); when the document is
 // gone, or replaced by another under its key, it collects the dependents
-// that referred to it.
+// that referred to it. It reads the shared cache first, and the store when
+// that finds a write to make (see pass).
 func (r *reconciler) Reconcile(ctx context.Context, key string) (controller.Result, error) {
 	kind, k, uid, ok := parseKey(key)
 	if !ok {
 		return controller.Result{}, controller.Terminal(fmt.Errorf("%w: %q", errBadKey, key))
 	}
-	doc, err := r.b.Get(ctx, kind, k)
-	switch {
-	case errors.Is(err, store.ErrNotFound) || err == nil && doc.Meta.UID != uid:
-		err = r.gone(ctx, uid)
-	case err == nil:
-		err = r.process(ctx, doc)
+	err := r.cached().reconcile(ctx, kind, k, uid)
+	if errors.Is(err, errNeedsStore) {
+		err = (&pass{reconciler: r}).reconcile(ctx, kind, k, uid)
 	}
 	if err != nil {
 		r.metrics.errors.Inc()
 	}
 	return controller.Result{}, err
+}
+
+// reconcile does what the document kind/k at uid needs, as Reconcile
+// describes.
+func (p *pass) reconcile(ctx context.Context, kind, k, uid string) error {
+	doc, err := p.get(ctx, kind, k)
+	switch {
+	case errors.Is(err, store.ErrNotFound) || err == nil && doc.Meta.UID != uid:
+		return p.gone(ctx, uid)
+	case err == nil:
+		return p.process(ctx, doc)
+	}
+	return err
 }
 
 // syncPoll is how often the resync source checks whether the controller's
@@ -237,18 +240,19 @@ func (r *reconciler) resync(synced func() bool, every time.Duration) controller.
 	})
 }
 
-// queueAll lists the watched kinds and queues every document at low
-// priority. A kind whose list fails waits for the next pass.
+// queueAll lists the watched kinds (from the shared cache when there is
+// one) and queues every document at low priority. A kind whose list fails waits for the next pass.
 func (r *reconciler) queueAll(ctx context.Context, e controller.Enqueuer) {
+	p := r.cached()
 	for _, k := range r.kinds {
-		res, err := r.b.List(ctx, k, store.ListOptions{})
+		items, err := p.list(ctx, k, store.ListOptions{})
 		if err != nil {
 			if ctx.Err() == nil {
 				r.log.Warn("resync: list failed", zap.String("kind", k), zap.Error(err))
 			}
 			continue
 		}
-		for _, d := range res.Items {
+		for _, d := range items {
 			e.EnqueueLow(keyOf(d.Meta.Kind, d.Meta.Key, d.Meta.UID), "cascade resync")
 		}
 	}

@@ -41,21 +41,30 @@
 // its shards; either way every write carries the fence of the lease that
 // entitles the replica to it, so a replica that lost its lease cannot write.
 //
-// Its sources watch the kinds of [Config.Kinds] ([controller.Watches]). A
-// key names one document at one UID: a change to a document queues the
-// document itself and its owners. A reconcile reads the document from the
-// store: an owner held by a policy finalizer has its dependents deleted or
-// orphaned; a live dependent has its owners read; a document that is gone
-// (or replaced under its key by another UID) has its dependents collected.
+// Its sources watch the kinds of [Config.Kinds] ([controller.Watches]),
+// through the informers the manager shares among its controllers (see
+// controller.CacheUser): a process running drivers and the garbage
+// collector on the same kinds opens one watch of each. A key names one
+// document at one UID: a change to a document queues the document itself
+// and its owners. A reconcile reads the document: an owner held by a
+// policy finalizer has its dependents deleted or orphaned; a live
+// dependent has its owners read; a document that is gone (or replaced
+// under its key by another UID) has its dependents collected.
 // Each run queues every document once all its kinds are listed, and again
 // every [Config.ResyncPeriod]: that finds the dependents of an owner whose
 // deletion no event reported (deleted between two kinds' first lists, or
 // while the store's history was compacted).
 //
-// Every decision is taken on documents read from the store, and every write
-// is conditional on what was read: an owner is declared missing only after a
+// A reconcile reads the shared cache first: most find nothing to do there
+// (a dependent whose owners are all present) and cost the store no read.
+// One that finds a write to make reads again from the store and decides
+// there, so every write is decided on documents read from the store and is
+// conditional on what was read: an owner is declared missing only after a
 // Get from the store found nothing (or another UID), and a dependent is
-// deleted with its UID and revision as preconditions. So a late event, a
+// deleted with its UID and revision as preconditions. A cache that lags
+// behind the store can only make a reconcile find nothing to do yet: the
+// change reaches the cache before the event that reports it queues the
+// documents it concerns. So a late event, a
 // replica that dies in the middle of a cascade, or several replicas at once
 // cost at most a conflict, which is retried with backoff; all progress is in
 // the store, and the next reconcile picks up where the last one stopped.

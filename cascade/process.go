@@ -15,10 +15,11 @@ import (
 
 // process does what the document doc needs: it orphans or deletes the
 // dependents of an owner held by this package's finalizers, or collects a
-// document whose owners are gone or waiting. Every decision is taken on
-// fresh reads and every write is conditional on them, so a lagging event or
-// another replica can only cause a conflict, which is retried.
-func (r *reconciler) process(ctx context.Context, doc store.Document) error {
+// document whose owners are gone or waiting. Every write is decided on
+// fresh reads of the store (see pass) and is conditional on them, so a
+// lagging event or another replica can only cause a conflict, which is
+// retried.
+func (r *pass) process(ctx context.Context, doc store.Document) error {
 	m := &doc.Meta
 	switch {
 	case m.Terminating() && m.HasFinalizer(OrphanFinalizer):
@@ -33,7 +34,7 @@ func (r *reconciler) process(ctx context.Context, doc store.Document) error {
 
 // gone collects the live dependents of the owner uid, which the store no
 // longer holds.
-func (r *reconciler) gone(ctx context.Context, uid string) error {
+func (r *pass) gone(ctx context.Context, uid string) error {
 	deps, err := r.dependents(ctx, uid)
 	if err != nil {
 		return err
@@ -45,7 +46,7 @@ func (r *reconciler) gone(ctx context.Context, uid string) error {
 // collectAll collects the live documents among deps, up to r.workers at
 // once, and reports whether there was any. It returns the first error, once
 // every collection has ended.
-func (r *reconciler) collectAll(ctx context.Context, deps []store.Document) (bool, error) {
+func (r *pass) collectAll(ctx context.Context, deps []store.Document) (bool, error) {
 	var g errgroup.Group
 	g.SetLimit(r.workers)
 	live := false
@@ -59,22 +60,22 @@ func (r *reconciler) collectAll(ctx context.Context, deps []store.Document) (boo
 }
 
 // dependents returns the documents of the watched kinds that refer to the
-// owner uid, read from the store.
-func (r *reconciler) dependents(ctx context.Context, uid string) ([]store.Document, error) {
+// owner uid.
+func (r *pass) dependents(ctx context.Context, uid string) ([]store.Document, error) {
 	var out []store.Document
 	for _, k := range r.kinds {
-		res, err := r.b.List(ctx, k, store.ListOptions{OwnerUID: uid})
+		items, err := r.list(ctx, k, store.ListOptions{OwnerUID: uid})
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, res.Items...)
+		out = append(out, items...)
 	}
 	return out, nil
 }
 
 // orphan removes the references to owner from its dependents, then the
 // orphan finalizer from owner.
-func (r *reconciler) orphan(ctx context.Context, owner store.Document) error {
+func (r *pass) orphan(ctx context.Context, owner store.Document) error {
 	deps, err := r.dependents(ctx, owner.Meta.UID)
 	if err != nil {
 		return err
@@ -94,7 +95,7 @@ func (r *reconciler) orphan(ctx context.Context, owner store.Document) error {
 // collects the live dependents and removes the foreground finalizer once no
 // dependent blocks the owner. A cycle of foreground deletions waiting on
 // each other is broken by unblocking one reference.
-func (r *reconciler) foreground(ctx context.Context, owner store.Document) error {
+func (r *pass) foreground(ctx context.Context, owner store.Document) error {
 	uid := owner.Meta.UID
 	deps, err := r.dependents(ctx, uid)
 	if err != nil {
@@ -130,6 +131,10 @@ func (r *reconciler) foreground(ctx context.Context, owner store.Document) error
 	// b waits, through a chain of foreground deletions, for owner, which
 	// waits for b: neither could ever go. Let owner stop waiting for b; b is
 	// Terminating and goes on its own.
+	if err := r.mayWrite(); err != nil {
+		return err
+	}
+	b.Meta.Owners = slices.Clone(b.Meta.Owners)
 	for i := range b.Meta.Owners {
 		if b.Meta.Owners[i].UID == uid {
 			b.Meta.Owners[i].BlockOwnerDeletion = false
@@ -151,7 +156,7 @@ func (r *reconciler) foreground(ctx context.Context, owner store.Document) error
 // dependents: each document it reaches waits for the one it came from, so
 // reaching one of owner's blockers closes a cycle. The walk reads only
 // owners, so a cascade down a tree costs no reads here.
-func (r *reconciler) cycle(ctx context.Context, owner store.Document, blockers []store.Document) (store.Document, bool, error) {
+func (r *pass) cycle(ctx context.Context, owner store.Document, blockers []store.Document) (store.Document, bool, error) {
 	seen := make(map[string]bool)
 	next := []store.Document{owner}
 	for len(next) > 0 {
@@ -169,7 +174,7 @@ func (r *reconciler) cycle(ctx context.Context, owner store.Document, blockers [
 			if !o.BlockOwnerDeletion || seen[o.UID] {
 				continue
 			}
-			up, err := r.b.Get(ctx, o.Kind, o.Key)
+			up, err := r.get(ctx, o.Kind, o.Key)
 			switch {
 			case errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrUnknownKind):
 				continue
@@ -184,19 +189,19 @@ func (r *reconciler) cycle(ctx context.Context, owner store.Document, blockers [
 }
 
 // collect handles a live document with owners, following Kubernetes' garbage
-// collector. Each owner is read from the store and is either solid (present),
+// collector. Each owner is read and is either solid (present),
 // dangling (missing, or replaced by another document under its key) or
 // waiting (held by foreground deletion). With a solid owner, the references
 // to dangling and waiting owners are removed and the document stays.
 // Otherwise it is deleted: in the foreground if an owner waits and the
 // document has dependents itself (so they go first), else under the policy
 // its finalizers already select.
-func (r *reconciler) collect(ctx context.Context, doc store.Document) error {
+func (r *pass) collect(ctx context.Context, doc store.Document) error {
 	var solid bool
 	var drop []string
 	var waiting bool
 	for _, o := range doc.Meta.Owners {
-		owner, err := r.b.Get(ctx, o.Kind, o.Key)
+		owner, err := r.get(ctx, o.Kind, o.Key)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			drop = append(drop, o.UID)
@@ -233,6 +238,9 @@ func (r *reconciler) collect(ctx context.Context, doc store.Document) error {
 			policy = Foreground
 		}
 	}
+	if err := r.mayWrite(); err != nil {
+		return err
+	}
 	err := deleteDocument(ctx, r.b, doc, policy)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil
@@ -246,7 +254,7 @@ func (r *reconciler) collect(ctx context.Context, doc store.Document) error {
 }
 
 // dropOwners removes the references to the owners uids from doc.
-func (r *reconciler) dropOwners(ctx context.Context, doc store.Document, uids []string) error {
+func (r *pass) dropOwners(ctx context.Context, doc store.Document, uids []string) error {
 	before := len(doc.Meta.Owners)
 	doc.Meta.Owners = slices.DeleteFunc(slices.Clone(doc.Meta.Owners), func(o store.OwnerRef) bool {
 		return slices.Contains(uids, o.UID)
@@ -254,6 +262,9 @@ func (r *reconciler) dropOwners(ctx context.Context, doc store.Document, uids []
 	removed := before - len(doc.Meta.Owners)
 	if removed == 0 {
 		return nil
+	}
+	if err := r.mayWrite(); err != nil {
+		return err
 	}
 	_, err := r.b.UpdateSpec(ctx, doc)
 	if errors.Is(err, store.ErrNotFound) {
@@ -269,7 +280,10 @@ func (r *reconciler) dropOwners(ctx context.Context, doc store.Document, uids []
 
 // release removes the finalizer name from owner, which the store then
 // removes unless other finalizers hold it.
-func (r *reconciler) release(ctx context.Context, owner store.Document, name string) error {
+func (r *pass) release(ctx context.Context, owner store.Document, name string) error {
+	if err := r.mayWrite(); err != nil {
+		return err
+	}
 	if err := finalizer.Remove(ctx, finalizer.NewDocument(r.b, owner), name); err != nil {
 		return err
 	}

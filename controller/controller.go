@@ -74,6 +74,14 @@ type Config struct {
 	// controller-runtime's names, and its work queue's. Nil means no metrics.
 	MetricsRegisterer prometheus.Registerer
 
+	// Uncached makes the controller's sources watch the store on their own
+	// and its reconciler read the store, rather than share the informer
+	// cache of the process ([CacheUser]): for a reconciler that must read
+	// every document from the store, or a process that cannot hold a copy
+	// of its documents in memory. Another controller following the same
+	// kind then costs the store a watch of its own.
+	Uncached bool
+
 	// TracerProvider receives a span for each reconcile ([SpanReconcile]),
 	// the parent of whatever the reconciler does with its context. Give the
 	// same provider to the [DriverConfig] of a driver for spans of its steps
@@ -91,6 +99,7 @@ type Controller struct {
 	limiter   workqueue.RateLimiter[string]
 	timeout   time.Duration
 	grace     time.Duration
+	uncached  bool
 	log       *zap.Logger // a no-op logger when logging is off
 	reg       prometheus.Registerer
 	metrics   *metrics     // nil when metrics are off
@@ -127,7 +136,8 @@ func New(cfg Config) (*Controller, error) {
 		workers:  max(cfg.Workers, 1),
 		limiter:  cfg.RateLimiter,
 		timeout:  cfg.Timeout,
-		grace:    orDefault(cfg.ShutdownGracePeriod, DefaultShutdownGracePeriod),
+		uncached: cfg.Uncached,
+		grace:    cmp.Or(cfg.ShutdownGracePeriod, DefaultShutdownGracePeriod),
 		reg:      cfg.MetricsRegisterer,
 		tracer:   newTracer(cfg.TracerProvider),
 		idPrefix: strconv.FormatUint(uint64(rand.Uint32()), 16) + "-",
@@ -147,15 +157,6 @@ func New(cfg Config) (*Controller, error) {
 	return c, nil
 }
 
-// orDefault returns v, or def when v is zero.
-func orDefault[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
-}
-
 // Name returns the controller's name.
 func (c *Controller) Name() string { return c.name }
 
@@ -166,8 +167,12 @@ func (c *Controller) Name() string { return c.name }
 // it started has stopped. It returns nil after ctx ends, or the error of the
 // source that failed. Run may be called again after it returns, but not while
 // it runs ([ErrAlreadyRunning]).
+//
+// Run alone shares one informer cache per store among the controller's
+// sources and its reconciler ([CacheUser]), for as long as it runs; under
+// a [Manager], the cache is shared by all of the manager's controllers.
 func (c *Controller) Run(ctx context.Context) error {
-	return c.run(ctx, context.WithoutCancel(ctx), nil)
+	return c.run(ctx, context.WithoutCancel(ctx), nil, &caches{})
 }
 
 // gate admits keys on behalf of a [Manager] that shards keys. A nil gate
@@ -189,12 +194,19 @@ type gate interface {
 // run is Run with the stop signal split from the reconciles' context: stop
 // ending begins a graceful shutdown; base is the parent of every reconcile's
 // context (its values reach the reconciler, its end cancels reconciles at
-// once). g filters keys when not nil.
-func (c *Controller) run(stop, base context.Context, g gate) error {
+// once). g filters keys when not nil. With own set, the run shares the
+// caches of own among its sources and reconciler and runs them; a Manager
+// passes nil, having done that for all its controllers.
+func (c *Controller) run(stop, base context.Context, g gate, own *caches) error {
 	if !c.running.CompareAndSwap(false, true) {
 		return fmt.Errorf("%w: %s", ErrAlreadyRunning, c.name)
 	}
 	defer c.running.Store(false)
+	if own != nil {
+		own.bind(c)
+		defer (*caches)(nil).bind(c)
+		defer own.run(stop, false)()
+	}
 	qc := workqueue.Config[string]{Name: c.name, RateLimiter: c.limiter}
 	if c.reg != nil {
 		qc.Metrics = queueprom.New(queueprom.Config{Registerer: c.reg})

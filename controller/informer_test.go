@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/tendhq/tend/backends/memory"
 	"github.com/tendhq/tend/controller"
@@ -161,11 +162,11 @@ func TestDriverCacheReadsYourWrites(t *testing.T) {
 					t.Fatal(err)
 				}
 				cfg := fx.config()
-				cfg.Informers = f
 				if planted {
 					cfg = controller.Planted(cfg, controller.DefectNoGate)
 				}
 				d := fx.driver(t, cfg)
+				d.UseCache(f)
 				fx.create(t, "gw", gwRunning)
 				stop := runFactory(t, f)
 				defer stop()
@@ -218,21 +219,22 @@ func TestDriverCacheReadsYourWrites(t *testing.T) {
 	}
 }
 
-// Five controllers following one kind through a Manager's informer factory
-// open one watch of the store; without the factory each opens its own.
+// Five controllers following one kind under a Manager open one watch of
+// the store, whether the Manager makes the informer factory or is given
+// one; uncached, each opens its own.
 func TestFiveControllersOneWatch(t *testing.T) {
-	for _, shared := range []bool{true, false} {
-		t.Run(fmt.Sprintf("shared=%v", shared), func(t *testing.T) {
+	for _, how := range []string{"default", "given factory", "uncached"} {
+		t.Run(how, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				o := newObserved(t, "Widget")
 				create(t, o, "Widget", "a")
-				f, err := informer.NewFactory(o, informer.FactoryConfig{})
-				if err != nil {
-					t.Fatal(err)
-				}
 				var lw controller.ListWatcher = o
 				mc := controller.ManagerConfig{}
-				if shared {
+				if how == "given factory" {
+					f, err := informer.NewFactory(o, informer.FactoryConfig{})
+					if err != nil {
+						t.Fatal(err)
+					}
 					lw, mc.Informers = f, f
 				}
 				var mu sync.Mutex
@@ -247,7 +249,8 @@ func TestFiveControllersOneWatch(t *testing.T) {
 							mu.Unlock()
 							return controller.Result{}, nil
 						}),
-						Sources: []controller.Source{controller.Kind(lw, "Widget")},
+						Sources:  []controller.Source{controller.Kind(lw, "Widget")},
+						Uncached: how == "uncached",
 					})
 					if err != nil {
 						t.Fatal(err)
@@ -265,7 +268,7 @@ func TestFiveControllersOneWatch(t *testing.T) {
 				create(t, o, "Widget", "b")
 				synctest.Wait()
 				want := 1
-				if !shared {
+				if how == "uncached" {
 					want = 5
 				}
 				if n := o.watched(); n != want {
@@ -279,6 +282,58 @@ func TestFiveControllersOneWatch(t *testing.T) {
 				cancel()
 				if err := <-done; err != nil {
 					t.Fatal(err)
+				}
+			})
+		})
+	}
+}
+
+// A driver run by a controller reads its documents from the cache the run
+// shares, unless the controller is uncached: then every reconcile reads
+// the store.
+func TestDriverReadsTheCacheByDefault(t *testing.T) {
+	for _, uncached := range []bool{false, true} {
+		t.Run(fmt.Sprintf("uncached=%v", uncached), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				o := newObserved(t, "ApiGateway")
+				fx := newGWFixtureOn(t, o.Store, o)
+				d := fx.driver(t, fx.config())
+				c, err := controller.New(controller.Config{
+					Name: "gateway", Reconciler: d, Sources: []controller.Source{d.Source()}, Uncached: uncached,
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithCancel(t.Context())
+				done := make(chan error, 1)
+				go func() { done <- c.Run(ctx) }()
+				synctest.Wait()
+				fx.create(t, "gw", gwRunning)
+				// Polls read the store under the counter.
+				direct := newGWFixtureOn(t, o.Store, o.Store)
+				for range 100 {
+					if direct.get(t, "gw").Status.Phase == phStarted {
+						break
+					}
+					time.Sleep(time.Second)
+				}
+				if got := direct.get(t, "gw").Status.Phase; got != phStarted {
+					t.Fatalf("phase %v, want Started", got)
+				}
+				reads := o.reads()
+				cancel()
+				if err := <-done; err != nil {
+					t.Fatal(err)
+				}
+				if stale := o.staleWrites(); len(stale) > 0 {
+					t.Errorf("the driver wrote from a view older than its own writes: %q", stale)
+				}
+				t.Logf("%d store reads", reads)
+				switch {
+				case !uncached && reads > 0:
+					t.Errorf("%d store reads by the driver, want none: it reads the cache", reads)
+				case uncached && reads == 0:
+					t.Error("no store read by an uncached driver")
 				}
 			})
 		})

@@ -96,7 +96,9 @@ type ManagerConfig struct {
 	Identity string
 
 	// LeasePrefix is prepended to every lease name, so several managers can
-	// share one store. Empty means none.
+	// share one store: the leader's, the shards', the members' and the
+	// presence leases of the kinds the manager's drivers drive (see
+	// [PresencePrefix]). Empty means none.
 	LeasePrefix string
 
 	// LeaseDuration is how long a lease lasts unless renewed: a dead
@@ -136,13 +138,13 @@ type ManagerConfig struct {
 	// [DefaultStuckReconcileAfter]; a negative value turns the check off.
 	StuckReconcileAfter time.Duration
 
-	// Informers, when set, is the process's informer factory (one per
-	// store) that the controllers' sources and drivers share: give it as the
-	// ListWatcher of [Kind], [Owns] and [Watches] and as
-	// DriverConfig.Informers, and each kind is watched once however many
-	// controllers follow it. Run runs it for as long as it runs, in every
-	// mode, so that a standby replica keeps its cache warm; the controllers
-	// stop before it does. Nil means the sources watch on their own.
+	// Informers is the informer factory over the controllers' store that
+	// the controllers' sources and reconcilers share ([CacheUser]), so that
+	// each kind is watched once however many controllers follow it. Give
+	// one to share its cache with readers outside the manager too. Nil
+	// means Run makes one per store its controllers read, for as long as
+	// it runs. Run runs the factories in every mode, so that a standby
+	// replica keeps its cache warm; the controllers stop before they do.
 	Informers *informer.Factory
 
 	// OnLeadershipChange, when set, is called with this replica's
@@ -173,7 +175,7 @@ type Manager struct {
 	unfenced    bool
 	stuckAfter  time.Duration // 0 when reconciles are never reported stuck
 	onChange    func(Leadership)
-	informers   *informer.Factory // nil when the sources watch on their own
+	informers   *informer.Factory // ManagerConfig.Informers; nil when Run makes its own
 	log         *zap.Logger       // a no-op logger when logging is off
 	metrics     *managerMetrics   // nil when metrics are off
 	notify      chan struct{}     // capacity 1: the leadership may have changed
@@ -213,8 +215,8 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 		leaser:      cfg.Leaser,
 		identity:    cfg.Identity,
 		prefix:      cfg.LeasePrefix,
-		ttl:         orDefault(cfg.LeaseDuration, DefaultLeaseDuration),
-		shards:      orDefault(cfg.Shards, DefaultShards),
+		ttl:         cmp.Or(cfg.LeaseDuration, DefaultLeaseDuration),
+		shards:      cmp.Or(cfg.Shards, DefaultShards),
 		unfenced:    cfg.Unfenced,
 		onChange:    cfg.OnLeadershipChange,
 		informers:   cfg.Informers,
@@ -229,7 +231,7 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	case cfg.StuckReconcileAfter > 0:
 		m.stuckAfter = cfg.StuckReconcileAfter
 	}
-	m.renew = orDefault(cfg.RenewPeriod, m.ttl/3)
+	m.renew = cmp.Or(cfg.RenewPeriod, m.ttl/3)
 	switch {
 	case cfg.Mode < Single || cfg.Mode > Sharded:
 		return nil, fmt.Errorf("%w: unknown %v", ErrInvalidConfig, cfg.Mode)
@@ -267,6 +269,11 @@ func (m *Manager) Identity() string { return m.identity }
 // leases it holds and returns once every goroutine it started has stopped.
 // It returns nil after ctx ends, or the first controller's error.
 //
+// In every mode, for each [Driver] among its controllers' reconcilers, Run
+// records the driver's registration and holds a presence lease in the
+// driver's store until it returns (see Operators in the package
+// documentation).
+//
 // While it runs, [Manager.IsLeader], [Manager.OwnedShards],
 // [Manager.CheckReadiness] and [Manager.CheckLiveness] report on it, and
 // [ManagerConfig.OnLeadershipChange] is told of each change.
@@ -295,15 +302,12 @@ func (m *Manager) Run(ctx context.Context) error {
 	}
 	m.changed()
 
-	var informers sync.WaitGroup
-	endInformers := func() {}
-	if m.informers != nil {
-		var infCtx context.Context
-		infCtx, endInformers = context.WithCancel(context.WithoutCancel(ctx))
-		// An informer's failure reaches the sources that subscribe to it,
-		// which stop their controllers: it is reported there.
-		informers.Go(func() { _ = m.informers.Run(infCtx) })
+	cs := &caches{given: m.informers}
+	for _, c := range m.controllers {
+		cs.bind(c)
+		defer (*caches)(nil).bind(c)
 	}
+	endCaches := cs.run(ctx, true)
 
 	// Each replica records the machines of its drivers and holds their
 	// presence leases for as long as it runs, in every mode: a standby
@@ -330,8 +334,7 @@ func (m *Manager) Run(ctx context.Context) error {
 
 	endPresence()
 	presence.Wait()
-	endInformers()
-	informers.Wait()
+	endCaches()
 	if !watch() {
 		<-stopped
 	}
@@ -345,7 +348,7 @@ func (m *Manager) Run(ctx context.Context) error {
 func (m *Manager) runAll(stop, base context.Context, g gate) error {
 	group, stop := errgroup.WithContext(stop)
 	for _, c := range m.controllers {
-		group.Go(func() error { return c.run(stop, base, g) })
+		group.Go(func() error { return c.run(stop, base, g, nil) })
 	}
 	return group.Wait()
 }

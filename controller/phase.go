@@ -197,21 +197,11 @@ type DriverConfig[Spec, Status any] struct {
 
 	// History receives the history of each document the driver reconciles
 	// (transitions, step calls, refusals, operations given up, drift
-	// repairs, requests, timers), each entry with the reconcile's id and
+	// repairs, requests, timers, operator commands carried out or refused),
+	// each entry with the reconcile's id and
 	// trace: see package history. Recording never blocks a reconcile. Nil
 	// means no history.
 	History *history.Recorder
-
-	// Informers, when set, is the process's informer factory over the
-	// collection's backend: the driver reads each document from the
-	// factory's cache of its kind instead of the store, and its
-	// [Driver.Source] shares that informer's watch. Each read waits until the
-	// cache shows the last write the driver made to the document (a
-	// read-your-writes gate, expectations.Gate), so a reconcile never acts on
-	// a view older than its own writes; a read after a write conflict goes
-	// to the store. The factory must run while the driver does (see
-	// [ManagerConfig.Informers]). Nil means every read goes to the store.
-	Informers *informer.Factory
 
 	// defects are faults planted by this package's tests, to prove that a
 	// harness catches them. Never set outside those tests.
@@ -249,6 +239,10 @@ const (
 	// defectOperatorEcho takes every write to a document the driver wrote
 	// before for its own: an operator's write does not queue it.
 	defectOperatorEcho
+	// defectOperatorOverwritten writes a step's outcome over a status an
+	// operator changed while the step ran, with the operator's fields as
+	// they were when it started.
+	defectOperatorOverwritten
 )
 
 // Driver is the [Reconciler] of documents governed by a
@@ -336,6 +330,14 @@ const (
 // status, until an operator intervenes. A machine without a final pair gets
 // no finalizer: deleting its documents removes them at once.
 //
+// # Operators
+//
+// A document an operator paused (Status.Paused) is not acted on until it
+// is resumed; the commands an operator writes (Status.Commands) are
+// carried out at the start of a pass, before the machine decides, each
+// removed in the write that carries it out. The package documentation
+// says how.
+//
 // # Intent
 //
 // Users change intent with [Driver.UpdateSpec], which refuses an intent the
@@ -348,7 +350,6 @@ const (
 type Driver[Spec, Status any] struct {
 	impl driverImpl[Spec, Status]
 	coll *store.Collection[Spec, Status]
-	lw   ListWatcher // what Source watches: DriverConfig.Informers, or the backend
 }
 
 // driverImpl is the part of a Driver that depends on the machine's types.
@@ -359,6 +360,7 @@ type driverImpl[Spec, Status any] interface {
 	updateSpec(ctx context.Context, key string, set func(*Spec)) (*store.Object[Spec, Status], error)
 	cascade(ctx context.Context, opts store.ListOptions, set func(*Spec), untilGone bool) (statemachine.Outcome, error)
 	registration() operator.Registration
+	useCache(f *informer.Factory)
 }
 
 // NewDriver returns a driver of the documents of collection c governed by
@@ -434,11 +436,6 @@ func NewDriver[Spec HasIntent[S], Status any, S, P comparable](c *store.Collecti
 	if d.backoff == nil {
 		d.backoff = workqueue.DefaultBackoff()
 	}
-	if cfg.Informers != nil {
-		if err := d.useCache(cfg.Informers); err != nil {
-			return nil, err
-		}
-	}
 	if d.newID == nil {
 		d.newID = rand.Text
 	}
@@ -452,7 +449,7 @@ func NewDriver[Spec HasIntent[S], Status any, S, P comparable](c *store.Collecti
 		}
 		d.metrics = pm
 	}
-	return &Driver[Spec, Status]{impl: d, coll: c, lw: d.listWatcher()}, nil
+	return &Driver[Spec, Status]{impl: d, coll: c}, nil
 }
 
 // mismatched pairs the names a machine declares with the names a config
@@ -482,7 +479,7 @@ func (d *Driver[Spec, Status]) Reconcile(ctx context.Context, key string) (Resul
 
 // Source returns the source that queues the key of every document of the
 // driver's kind, added, changed or deleted: [Kind] over the collection's
-// backend (or over DriverConfig.Informers, sharing its watch), less the
+// backend (sharing the cache the driver reads, see [CacheUser]), less the
 // driver's own writes. A change this driver wrote (its
 // status writes, its finalizer) does not queue the document again: the
 // driver already decided what comes next, and asked for it. A write by
@@ -492,7 +489,7 @@ func (d *Driver[Spec, Status]) Reconcile(ctx context.Context, key string) (Resul
 // Add [Owns] for the kinds whose documents the driver's steps create or
 // retire, so a change to one of them queues its owner.
 func (d *Driver[Spec, Status]) Source() Source {
-	return newWatchSource(d.lw, d.coll.Kind(), d.coll.Kind(), func(e Enqueuer, doc *store.Document, listed bool, reason string) {
+	return newWatchSource(d.coll.Backend(), d.coll.Kind(), d.coll.Kind(), func(e Enqueuer, doc *store.Document, listed bool, reason string) {
 		key := doc.Meta.Key
 		// A listed document is always queued: a list starts (or restarts)
 		// a controller whose queue holds nothing, not even the requeue its
@@ -540,8 +537,7 @@ type phaseDriver[Spec HasIntent[S], Status any, S, P comparable] struct {
 	tracing   *driverTracing[S, P] // nil when tracing is off
 	history   *driverHistory       // nil when history is off
 	defects   defect               // planted by tests only
-	cache     *informer.Informer   // the documents, when read from a cache; nil reads the store
-	factory   *informer.Factory    // cache's factory; nil with it
+	cached                         // the cache the driver reads, when it reads one
 
 	echoes // the driver's own writes, which its source does not queue
 }
@@ -1131,8 +1127,10 @@ func (d *phaseDriver[Spec, Status, S, P]) recordOver(ctx context.Context, obj *s
 				Err: fmt.Errorf("%w: the status changed while a step ran", store.ErrConflict)}
 		}
 		cur.Status = obj.Status
-		ms = machineStatusOf[S, P](&cur.Status)
-		ms.Paused, ms.Commands = paused, commands
+		if d.defects&defectOperatorOverwritten == 0 {
+			ms = machineStatusOf[S, P](&cur.Status)
+			ms.Paused, ms.Commands = paused, commands
+		}
 		written, err := d.writeStatus(ctx, cur)
 		if !errors.Is(err, store.ErrConflict) || attempt == d.conflicts {
 			return written, err

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 
 	"github.com/tendhq/tend/expectations"
 	"github.com/tendhq/tend/informer"
@@ -14,27 +16,57 @@ import (
 // to show the driver's own last write.
 var errCacheBehind = errors.New("controller: the cache has not caught up with the driver's last write")
 
-// useCache makes the driver read its documents from f's informer of its
-// kind, behind a read-your-writes gate fed by that informer's revisions.
-func (d *phaseDriver[Spec, Status, S, P]) useCache(f *informer.Factory) error {
-	inf, err := f.For(d.c.Kind())
-	if err != nil {
-		return fmt.Errorf("%w: driver of %s: %w", ErrInvalidConfig, d.c.Kind(), err)
-	}
-	d.cache, d.factory = inf, f
-	d.echoes.gate = &expectations.Gate[string]{}
-	// The driver lives as long as the factory's informer: the hook is never
-	// removed.
-	inf.ObserveRevisions(d.echoes.gate.Observed)
-	return nil
+// CacheStore implements [CacheUser]: the backend of the driver's
+// collection.
+func (d *Driver[Spec, Status]) CacheStore() ListWatcher { return d.coll.Backend() }
+
+// UseCache implements [CacheUser]. With f, the driver reads each document
+// from f's cache of its kind instead of the store, once the cache shows the
+// last write the driver made to the document (a read-your-writes gate,
+// expectations.Gate), so a reconcile never acts on a view older than its
+// own writes; a read after a write conflict goes to the store, and so does
+// a read that waited [DriverConfig.WaitInterval] for the cache in vain (it
+// fails, to be retried). With nil, every read goes to the store. f must
+// run while the driver reads from it.
+func (d *Driver[Spec, Status]) UseCache(f *informer.Factory) { d.impl.useCache(f) }
+
+// cached is the cache a driver reads, and its read-your-writes gate.
+type cached struct {
+	cache atomic.Pointer[informer.Informer] // nil: the driver reads the store
+
+	mu     sync.Mutex                 // guards the fields below
+	ryw    *expectations.Gate[string] // the read-your-writes gate: made with the first cache, kept after
+	unhook func()                     // stops the cache feeding ryw; nil without a cache
 }
 
-// listWatcher is what the driver's source watches.
-func (d *phaseDriver[Spec, Status, S, P]) listWatcher() ListWatcher {
-	if d.factory != nil {
-		return d.factory
+// useCache makes the driver read its documents from f's informer of its
+// kind, behind a read-your-writes gate fed by that informer's revisions; with
+// f nil, from the store.
+func (d *phaseDriver[Spec, Status, S, P]) useCache(f *informer.Factory) {
+	var inf *informer.Informer
+	if f != nil {
+		// The collection's kind is valid, so For cannot fail; if it did,
+		// the driver would read the store.
+		inf, _ = f.For(d.c.Kind())
 	}
-	return d.c.Backend()
+	d.cached.mu.Lock()
+	defer d.cached.mu.Unlock()
+	if d.unhook != nil {
+		d.unhook()
+		d.unhook = nil
+	}
+	var gate *expectations.Gate[string]
+	if inf != nil {
+		if d.ryw == nil {
+			d.ryw = &expectations.Gate[string]{}
+		}
+		gate = d.ryw
+		d.unhook = inf.ObserveRevisions(gate.Observed)
+	}
+	d.echoes.mu.Lock()
+	d.echoes.gate = gate
+	d.echoes.mu.Unlock()
+	d.cache.Store(inf)
 }
 
 // read returns the document under key. With a cache and fresh unset, it
@@ -43,15 +75,16 @@ func (d *phaseDriver[Spec, Status, S, P]) listWatcher() ListWatcher {
 // otherwise it reads the store. A document that is not there is an error
 // matching store.ErrNotFound.
 func (d *phaseDriver[Spec, Status, S, P]) read(ctx context.Context, key string, fresh bool) (*store.Object[Spec, Status], error) {
-	if d.cache == nil || fresh {
+	inf := d.cache.Load()
+	if inf == nil || fresh {
 		return d.c.Get(ctx, key)
 	}
-	if err := d.cache.WaitForSync(ctx); err != nil {
+	if err := inf.WaitForSync(ctx); err != nil {
 		return nil, err
 	}
 	if d.defects&defectNoGate == 0 {
 		wait, cancel := context.WithTimeoutCause(ctx, d.wait, errCacheBehind)
-		err := d.echoes.gate.Wait(wait, key)
+		err := d.ryw.Wait(wait, key)
 		cancel()
 		if err != nil {
 			if ctx.Err() != nil {
@@ -60,7 +93,7 @@ func (d *phaseDriver[Spec, Status, S, P]) read(ctx context.Context, key string, 
 			return nil, fmt.Errorf("%s %q: %w", d.c.Kind(), key, errCacheBehind)
 		}
 	}
-	doc, ok := d.cache.Get(key)
+	doc, ok := inf.Get(key)
 	if !ok {
 		return nil, &store.Error{Op: "get", Kind: d.c.Kind(), Key: key, Err: store.ErrNotFound}
 	}

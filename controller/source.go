@@ -68,11 +68,12 @@ func Channel(ch <-chan string) Source {
 }
 
 // ListWatcher is the part of a store a watching source needs: a
-// store.Backend, or an *informer.Factory over one. A source given a Factory
-// shares the factory's informer of its kind (its cache and its one watch)
-// with every other consumer of the factory, which must run (see
-// [ManagerConfig.Informers]); a source given anything else runs an informer
-// of its own while it runs.
+// store.Backend, or an *informer.Factory over one. A source given a store
+// shares the informer of its kind (its cache and its one watch) that its
+// run makes for the store ([CacheUser]), or runs one of its own when its
+// controller is [Config.Uncached]. A source given a Factory shares that
+// factory's informer with every other consumer of the factory, which must
+// run (see [ManagerConfig.Informers]).
 type ListWatcher interface {
 	// List is store.Reader.List.
 	List(ctx context.Context, kind string, opts store.ListOptions) (store.ListResult, error)
@@ -135,6 +136,8 @@ type watchSource struct {
 	reasons [4]string
 	// current is the informer of the run in progress; nil when not running.
 	current atomic.Pointer[informer.Informer]
+	// shared is the factory UseCache gave; nil when the source watches lw.
+	shared atomic.Pointer[informer.Factory]
 }
 
 func newWatchSource(lw ListWatcher, kind, what string, emit func(Enqueuer, *store.Document, bool, string)) *watchSource {
@@ -151,16 +154,35 @@ func newWatchSource(lw ListWatcher, kind, what string, emit func(Enqueuer, *stor
 	}
 }
 
+// CacheStore implements [CacheUser]: the store the source watches, unless
+// it was given an informer.Factory.
+func (s *watchSource) CacheStore() ListWatcher { return storeOf(s.lw) }
+
+// UseCache implements [CacheUser].
+func (s *watchSource) UseCache(f *informer.Factory) { s.shared.Store(f) }
+
+// storeOf returns lw, or nil when lw is an informer.Factory.
+func storeOf(lw ListWatcher) ListWatcher {
+	if _, ok := lw.(*informer.Factory); ok {
+		return nil
+	}
+	return lw
+}
+
 // Start implements [Source].
 func (s *watchSource) Start(ctx context.Context, e Enqueuer) error {
 	if s.lw == nil || s.kind == "" {
 		return fmt.Errorf("%w: watch source needs a ListWatcher and a kind", ErrInvalidConfig)
 	}
+	lw := s.lw
+	if f := s.shared.Load(); f != nil {
+		lw = f
+	}
 	var inf *informer.Informer
 	var err error
-	if f, ok := s.lw.(*informer.Factory); ok {
+	if f, ok := lw.(*informer.Factory); ok {
 		inf, err = f.For(s.kind)
-	} else if inf, err = informer.New(s.lw, s.kind, informer.Config{}); err == nil {
+	} else if inf, err = informer.New(lw, s.kind, informer.Config{}); err == nil {
 		// An informer of this source's own, for as long as it runs.
 		ctx, stop := context.WithCancel(ctx)
 		var wg sync.WaitGroup
@@ -221,9 +243,10 @@ func (s *watchSource) relist(ctx context.Context, e Enqueuer) error {
 	return nil
 }
 
-// Resync returns a source that lists the documents of kind every period and
-// queues each key at [LowPriority], so a periodic check of every document
-// never delays keys queued by changes. The first list happens one period
+// Resync returns a source that lists the documents of kind every period
+// (from the shared cache of its run, see [CacheUser], unless its controller
+// is [Config.Uncached]) and queues each key at [LowPriority], so a periodic
+// check of every document never delays keys queued by changes. The first list happens one period
 // after the start. Failures are retried at the next period;
 // store.ErrUnknownKind, store.ErrInvalid and store.ErrClosed stop the
 // controller.
@@ -236,7 +259,15 @@ type resyncSource struct {
 	kind   string
 	every  time.Duration
 	reason string
+	shared atomic.Pointer[informer.Factory] // the factory UseCache gave; nil when the source lists lw
 }
+
+// CacheStore implements [CacheUser]: the store the source lists, unless it
+// was given an informer.Factory.
+func (s *resyncSource) CacheStore() ListWatcher { return storeOf(s.lw) }
+
+// UseCache implements [CacheUser]: the source lists the cache of f.
+func (s *resyncSource) UseCache(f *informer.Factory) { s.shared.Store(f) }
 
 // Start implements [Source].
 func (s *resyncSource) Start(ctx context.Context, e Enqueuer) error {
@@ -258,7 +289,11 @@ func (s *resyncSource) Start(ctx context.Context, e Enqueuer) error {
 }
 
 func (s *resyncSource) relist(ctx context.Context, e Enqueuer) error {
-	r, err := s.lw.List(ctx, s.kind, store.ListOptions{})
+	var lw ListWatcher = s.lw
+	if f := s.shared.Load(); f != nil {
+		lw = f
+	}
+	r, err := lw.List(ctx, s.kind, store.ListOptions{})
 	if err != nil {
 		return err
 	}

@@ -61,6 +61,10 @@ func (f *Factory) For(kind string) (*Informer, error) {
 	return i, nil
 }
 
+// ListWatcher returns the store the factory's informers list and watch: the
+// one given to [NewFactory].
+func (f *Factory) ListWatcher() ListWatcher { return f.lw }
+
 // Kinds returns the kinds of the informers made so far, in no order.
 func (f *Factory) Kinds() []string {
 	f.mu.Lock()
