@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/tendhq/tend/console"
+	"github.com/tendhq/tend/operator"
+	"github.com/tendhq/tend/store"
 )
 
 // serve serves a console of l's store under /console/ for the test.
@@ -344,6 +346,14 @@ func TestEventsFollowPhaseChanges(t *testing.T) {
 		t.Errorf("the stream of desk sent %v", ev)
 	}
 	all.next(t, "phase", "Lit")
+	// The stream of every kind tells of a kind registered later.
+	fan, _ := json.Marshal(operator.Registration{Kind: "Fan", Machine: lampMachine(t).Descriptor()})
+	if _, err := l.store.Create(context.Background(), store.Document{Meta: store.Meta{Kind: operator.MachinesKind, Key: "Fan"}, Spec: fan}); err != nil {
+		t.Fatal(err)
+	}
+	if ev := all.next(t, "key", "Fan"); ev["kind"] != operator.MachinesKind {
+		t.Errorf("the registration of Fan came as %v", ev)
+	}
 	l.waitPhase(t, "hall", "Lit")
 	l.waitPhase(t, "desk", "Lit")
 

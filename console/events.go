@@ -67,12 +67,24 @@ func (c *Console) serveEvents(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	machines := map[string]*statemachine.Machine[string, string]{}
-	watches := make([]store.Watch, 0, len(kinds))
+	watches := make([]store.Watch, 0, len(kinds)+1)
 	defer func() {
 		for _, wa := range watches {
 			_ = wa.Close()
 		}
 	}()
+	if kind == "" {
+		// The page of every kind also learns of kinds registered later.
+		wa, err := c.watchNow(ctx, operator.MachinesKind)
+		if err != nil && !errors.Is(err, store.ErrUnknownKind) {
+			c.fail(w, r, err)
+			return
+		}
+		if wa != nil {
+			watches = append(watches, wa)
+		}
+	}
+	compacted := false
 	for _, k := range kinds {
 		reg, err := c.reader.Registration(ctx, k)
 		if err != nil {
@@ -84,20 +96,23 @@ func (c *Console) serveEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		start := from
-		if start == 0 || len(kinds) > 1 {
-			// Revisions are the store's, not a kind's: a stream of every
-			// kind starts now.
+		if start == 0 || kind == "" {
+			// The pages of one kind name the revision they were read at;
+			// the page of every kind reads itself again on any change, so
+			// its stream starts now.
 			if start, err = c.revision(ctx, k); err != nil {
 				c.fail(w, r, err)
 				return
 			}
 		}
 		wa, err := c.store.Watch(ctx, k, start)
-		if err != nil && !errors.Is(err, store.ErrCompacted) {
+		switch {
+		case errors.Is(err, store.ErrCompacted):
+			compacted = true
+		case err != nil:
 			c.fail(w, r, err)
 			return
-		}
-		if wa != nil {
+		default:
 			watches = append(watches, wa)
 		}
 	}
@@ -113,7 +128,7 @@ func (c *Console) serveEvents(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	_, _ = fmt.Fprint(w, "retry: 2000\n\n")
 	flusher.Flush()
-	if len(watches) < len(kinds) { // compacted
+	if compacted {
 		sendReload(w, flusher)
 		return
 	}
@@ -179,6 +194,15 @@ func (c *Console) serveEvents(w http.ResponseWriter, r *http.Request) {
 			flusher.Flush()
 		}
 	}
+}
+
+// watchNow watches kind from the store's revision now.
+func (c *Console) watchNow(ctx context.Context, kind string) (store.Watch, error) {
+	rev, err := c.revision(ctx, kind)
+	if err != nil {
+		return nil, err
+	}
+	return c.store.Watch(ctx, kind, rev)
 }
 
 func sendReload(w http.ResponseWriter, f http.Flusher) {
