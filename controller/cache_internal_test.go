@@ -17,7 +17,9 @@ func (f funcs) List(context.Context, string, store.ListOptions) (store.ListResul
 	return f.list()
 }
 
-func (f funcs) Watch(context.Context, string, int64) (store.Watch, error) { return nil, store.ErrClosed }
+func (f funcs) Watch(context.Context, string, int64) (store.Watch, error) {
+	return nil, store.ErrClosed
+}
 
 // holder is a comparable type that may hold a value that is not.
 type holder struct{ ListWatcher }
