@@ -14,7 +14,9 @@
 #   - the getting-started guide, followed command by command, does not build,
 #     run and print what it shows, or its test does not pass;
 #   - a program using a backend module, or a command of the examples module,
-#     does not build after `go get` of that module.
+#     does not build after `go get` of that module;
+#   - the tend command does not install with `go install …@version`, or does
+#     not run.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -184,3 +186,15 @@ for cmd in gateway workspace raftcluster; do
   user go build -o /dev/null "$tend_path/examples/$cmd" || fail "the $cmd example does not build after go get"
   echo "ok"
 done
+
+echo "--- go install $tend_path/cmd/tend@$version"
+# As the command's README tells users: no module of their own, no go.mod.
+cd "$work/user"
+user env GOBIN="$work/bin" go install "$tend_path/cmd/tend@$version" 2>&1 |
+  grep -v '^go: \(downloading\|added\|upgraded\)' || true
+[ -x "$work/bin/tend" ] || fail "the tend command does not install with go install $tend_path/cmd/tend@$version"
+"$work/bin/tend" --help >/dev/null || fail "tend --help fails once installed"
+rc=0
+env -u TEND_STORE "$work/bin/tend" get >/dev/null 2>&1 || rc=$?
+[ "$rc" = 2 ] || fail "tend get without a store exits with $rc, want 2 (usage)"
+echo "ok"

@@ -1,0 +1,271 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/tendhq/tend/backends/etcd"
+	"github.com/tendhq/tend/backends/kube"
+	"github.com/tendhq/tend/backends/memory"
+	"github.com/tendhq/tend/backends/postgres"
+	"github.com/tendhq/tend/history"
+	"github.com/tendhq/tend/operator"
+	"github.com/tendhq/tend/statemachine"
+	"github.com/tendhq/tend/store"
+)
+
+// conn is a connection to a store, with the machines its controllers
+// registered.
+type conn struct {
+	backend store.Backend
+	client  *operator.Client
+	// regs are the registrations, by kind.
+	regs map[string]operator.Registration
+	// kinds are the registered kinds, sorted.
+	kinds []string
+	// shared is false for a memory snapshot: no controller sees the
+	// command's writes until the snapshot is loaded again.
+	shared bool
+	// save writes the actions done back where they came from (the
+	// snapshot file), or is nil.
+	save  func() error
+	close func()
+}
+
+// opener opens a backend holding kinds.
+type opener struct {
+	open   func(ctx context.Context, kinds []string) (store.Backend, error)
+	base   []string // the kinds to open with before the registrations are read
+	shared bool
+	save   func(b store.Backend) error
+	close  func()
+}
+
+// connect opens the store o names, reads its registrations and opens it
+// again with their kinds.
+func (o *options) connect(ctx context.Context) (*conn, error) {
+	spec := o.store
+	if spec == "" {
+		spec = os.Getenv("TEND_STORE")
+	}
+	op, err := parseStore(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	c, err := op.connect(ctx, o.actorName())
+	if err != nil {
+		op.close()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (op *opener) connect(ctx context.Context, actor string) (*conn, error) {
+	slices.Sort(op.base)
+	op.base = slices.Compact(op.base)
+	first, err := op.open(ctx, op.base)
+	if err != nil {
+		return nil, err
+	}
+	client, err := operator.New(first, operator.Config{Actor: actor})
+	if err != nil {
+		return nil, err
+	}
+	regs, err := client.Registrations(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the registered machines: %w", err)
+	}
+	c := &conn{regs: map[string]operator.Registration{}, shared: op.shared, close: op.close}
+	kinds := slices.Clone(op.base)
+	for _, r := range regs {
+		c.regs[r.Kind] = r
+		c.kinds = append(c.kinds, r.Kind)
+		kinds = append(kinds, r.Kind, history.Kind(r.Kind))
+	}
+	slices.Sort(c.kinds)
+	slices.Sort(kinds)
+	kinds = slices.Compact(kinds)
+	if c.backend, err = op.open(ctx, kinds); err != nil {
+		return nil, err
+	}
+	if c.client, err = operator.New(c.backend, operator.Config{Actor: actor}); err != nil {
+		return nil, err
+	}
+	if op.save != nil {
+		c.save = func() error { return op.save(c.backend) }
+	}
+	return c, nil
+}
+
+// registration returns the registration of kind, and its machine.
+func (c *conn) registration(kind string) (operator.Registration, *statemachine.Machine[string, string], error) {
+	r, ok := c.regs[kind]
+	if !ok {
+		known := "no kind is registered"
+		if len(c.kinds) > 0 {
+			known = "registered: " + strings.Join(c.kinds, ", ")
+		}
+		return r, nil, fmt.Errorf("%w: %s (%s)", operator.ErrUnregistered, kind, known)
+	}
+	m, err := r.Build()
+	return r, m, err
+}
+
+// parseStore reads a --store value.
+func parseStore(ctx context.Context, spec string) (*opener, error) {
+	scheme, rest, _ := strings.Cut(spec, ":")
+	switch {
+	case spec == "":
+		return nil, usagef("no store: set --store or TEND_STORE (memory:PATH, postgres://…, etcd://HOST:PORT, kube)")
+	case scheme == "memory":
+		return openMemory(rest)
+	case scheme == "postgres" || scheme == "postgresql":
+		return openPostgres(ctx, spec)
+	case scheme == "etcd":
+		return openEtcd(spec)
+	case scheme == "kube":
+		return openKube(rest)
+	}
+	return nil, usagef("--store %q: unknown kind of store (memory:PATH, postgres://…, etcd://HOST:PORT, kube)", spec)
+}
+
+// openMemory reads a snapshot file written by memory.Store.SnapshotFile.
+// Actions are written back to the file, atomically.
+func openMemory(path string) (*opener, error) {
+	if path == "" {
+		return nil, usagef("--store memory:PATH: the path of a snapshot file is missing")
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	kinds, err := snapshotKinds(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &opener{
+		base: slices.Concat(operator.Kinds(), kinds),
+		open: func(_ context.Context, kinds []string) (store.Backend, error) {
+			s, err := memory.New(memory.Config{Kinds: kinds, Restore: bytes.NewReader(data)})
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", path, err)
+			}
+			return s, nil
+		},
+		save:  func(b store.Backend) error { return b.(*memory.Store).SnapshotFile(path) },
+		close: func() {},
+	}, nil
+}
+
+// snapshotKinds returns the kinds of the documents of a memory snapshot,
+// which the store must be configured with to restore it. (memory.New
+// checks the snapshot as a whole.)
+func snapshotKinds(data []byte) ([]string, error) {
+	var file struct {
+		Data struct {
+			Documents []struct {
+				Meta struct {
+					Kind string `json:"kind"`
+				} `json:"meta"`
+			} `json:"documents"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(data, &file); err != nil {
+		return nil, fmt.Errorf("%w: %v", memory.ErrBadSnapshot, err)
+	}
+	var kinds []string
+	for _, d := range file.Data.Documents {
+		kinds = append(kinds, d.Meta.Kind)
+	}
+	slices.Sort(kinds)
+	return slices.Compact(kinds), nil
+}
+
+// openPostgres connects to PostgreSQL. The query parameter schema names the
+// store's schema; the others go to the driver.
+func openPostgres(ctx context.Context, spec string) (*opener, error) {
+	u, err := url.Parse(spec)
+	if err != nil {
+		return nil, usagef("--store: %v", err)
+	}
+	q := u.Query()
+	schema := q.Get("schema")
+	q.Del("schema")
+	u.RawQuery = q.Encode()
+	pool, err := pgxpool.New(ctx, u.String())
+	if err != nil {
+		return nil, usagef("--store: %v", err)
+	}
+	return &opener{
+		base:   operator.Kinds(),
+		shared: true,
+		open: func(ctx context.Context, kinds []string) (store.Backend, error) {
+			return postgres.New(ctx, postgres.Config{Pool: pool, Schema: schema, Kinds: kinds})
+		},
+		close: pool.Close,
+	}, nil
+}
+
+// openEtcd connects to etcd: etcd://HOST:PORT[,HOST:PORT…][/PREFIX].
+func openEtcd(spec string) (*opener, error) {
+	hosts, prefix, _ := strings.Cut(strings.TrimPrefix(spec, "etcd://"), "/")
+	if hosts == "" || !strings.HasPrefix(spec, "etcd://") {
+		return nil, usagef("--store %q: want etcd://HOST:PORT[,HOST:PORT…][/PREFIX]", spec)
+	}
+	if prefix != "" {
+		prefix = "/" + strings.TrimSuffix(prefix, "/") + "/"
+	}
+	var endpoints []string
+	for _, h := range strings.Split(hosts, ",") {
+		endpoints = append(endpoints, "http://"+h)
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 10 * time.Second})
+	if err != nil {
+		return nil, err
+	}
+	return &opener{
+		base:   operator.Kinds(),
+		shared: true,
+		open: func(_ context.Context, kinds []string) (store.Backend, error) {
+			return etcd.New(etcd.Config{Client: cli, Prefix: prefix, Kinds: kinds})
+		},
+		close: func() { cli.Close() },
+	}, nil
+}
+
+// openKube connects to the API server of a kubeconfig (the default one
+// when path is empty), in its context's namespace.
+func openKube(path string) (*opener, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if path != "" {
+		rules.ExplicitPath = path
+	}
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
+	rest, err := cc.ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("--store kube: %w", err)
+	}
+	ns, _, err := cc.Namespace()
+	if err != nil {
+		return nil, fmt.Errorf("--store kube: %w", err)
+	}
+	return &opener{
+		base:   operator.Kinds(),
+		shared: true,
+		open: func(_ context.Context, kinds []string) (store.Backend, error) {
+			return kube.New(kube.Config{REST: rest, Kinds: kinds, Namespace: ns})
+		},
+		close: func() {},
+	}, nil
+}
