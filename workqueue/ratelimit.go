@@ -356,14 +356,6 @@ func (f *failures[K]) count(key K) int {
 	return v.n
 }
 
-func orDefault[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
-}
-
 // named is a configuration duration and its field name, for error messages.
 type named struct {
 	name string
