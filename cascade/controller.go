@@ -1,6 +1,7 @@
 package cascade
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -93,32 +94,20 @@ func NewController(cfg Config) (*controller.Controller, error) {
 			return nil, fmt.Errorf("%w: kind %q: %w", ErrInvalidConfig, k, store.ErrUnknownKind)
 		}
 	}
-	name := cfg.Name
-	if name == "" {
-		name = DefaultName
-	}
-	log := cfg.Logger
-	if log == nil {
-		log = zap.NewNop()
-	}
+	name := cmp.Or(cfg.Name, DefaultName)
+	log := cmp.Or(cfg.Logger, zap.NewNop())
 	m, unregister, err := newMetrics(cfg.MetricsRegisterer)
 	if err != nil {
 		return nil, err
 	}
-	workers := cfg.Workers
-	if workers == 0 {
-		workers = DefaultWorkers
-	}
+	workers := cmp.Or(cfg.Workers, DefaultWorkers)
 	r := &reconciler{b: cfg.Backend, kinds: kinds, workers: workers, log: log.Named(name), metrics: m}
 	var c *controller.Controller // set below, before it can run
 	sources := make([]controller.Source, 0, len(kinds)+1)
 	for _, k := range kinds {
 		sources = append(sources, controller.Watches(cfg.Backend, k, r.keysOf))
 	}
-	every := cfg.ResyncPeriod
-	if every == 0 {
-		every = DefaultResyncPeriod
-	}
+	every := cmp.Or(cfg.ResyncPeriod, DefaultResyncPeriod)
 	sources = append(sources, r.resync(func() bool { return c.HasSynced() }, every))
 	c, err = controller.New(controller.Config{
 		Name:              name,

@@ -61,8 +61,15 @@ func (cs *caches) factoryFor(lw ListWatcher) *informer.Factory {
 	return f
 }
 
-// sameStore reports whether a and b are the same store; b is comparable.
-func sameStore(a, b ListWatcher) bool {
+// sameStore reports whether a and b are the same store; b's type is
+// comparable. A comparable type can still hold an interface whose value is
+// not: such a store is never the same as another.
+func sameStore(a, b ListWatcher) (same bool) {
+	defer func() {
+		if recover() != nil {
+			same = false
+		}
+	}()
 	return reflect.TypeOf(a) == reflect.TypeOf(b) && a == b
 }
 

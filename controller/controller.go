@@ -137,7 +137,7 @@ func New(cfg Config) (*Controller, error) {
 		limiter:  cfg.RateLimiter,
 		timeout:  cfg.Timeout,
 		uncached: cfg.Uncached,
-		grace:    orDefault(cfg.ShutdownGracePeriod, DefaultShutdownGracePeriod),
+		grace:    cmp.Or(cfg.ShutdownGracePeriod, DefaultShutdownGracePeriod),
 		reg:      cfg.MetricsRegisterer,
 		tracer:   newTracer(cfg.TracerProvider),
 		idPrefix: strconv.FormatUint(uint64(rand.Uint32()), 16) + "-",
@@ -155,15 +155,6 @@ func New(cfg Config) (*Controller, error) {
 		c.metrics = m
 	}
 	return c, nil
-}
-
-// orDefault returns v, or def when v is zero.
-func orDefault[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
 }
 
 // Name returns the controller's name.

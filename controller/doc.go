@@ -219,7 +219,8 @@
 // in the store beside it (package history): each transition, the start and
 // the end (outcome, duration, error) of each step call, each refusal, each
 // operation given up (at its deadline, out of attempts, terminally), each
-// drift repair, request and timer. Each entry carries the reconcileID of the
+// drift repair, request and timer, and what became of each operator command
+// (see Operators). Each entry carries the reconcileID of the
 // reconcile that recorded it, and its trace. Recording never blocks or fails
 // a reconcile. [HandlerConfig.History] serves the histories over HTTP.
 //
@@ -229,6 +230,59 @@
 // they reach the status, spans, history, or the controller's log), the
 // reasons observers give, history entries, and every line logged through
 // the reconcile's logger ([LoggerFrom]), a step's own lines included.
+//
+// # Operators
+//
+// A person on call acts on a document through two fields of its status
+// that only operators write (package operator does it for them, and the
+// tend command and the console through it): status.paused and
+// status.commands. Every replica honours them, since they live in the
+// document; an operator's write is nobody's own write, so it queues the
+// document at once, whatever backoff it was waiting out.
+//
+//   - Paused: while it is set, the driver runs no step, makes no decision,
+//     writes nothing and schedules nothing for the document; its
+//     reconciles end at once. A step already running finishes and its
+//     outcome is written (the pause is kept); nothing runs after it. The
+//     hold is explicit and covers deletion too: a document whose deletion
+//     is requested while it is paused is driven to its final pair only
+//     once resumed (a machine without a final pair puts no finalizer on its
+//     documents, so the store deletes them at once, paused or not).
+//     Commands wait for the resume. Resuming does not reset a failing
+//     step's backoff, and an operation's deadline counts on through a
+//     pause. With metrics on, tend_paused_documents counts the paused
+//     documents this replica saw.
+//   - Commands: at the start of each pass, before it decides, the driver
+//     carries out the commands in order (statemachine.Machine.ApplyCommands
+//     says what each verb does and when it is refused) and removes each, in
+//     one write with its effect: a retry (the failed step runs at once, its
+//     attempts forgotten; from Fault, the failed operation resumes with its
+//     id and checkpoint), a skip of the step that failed, a move out of
+//     Fault into a phase where the intent is served, a request served once
+//     with the command's id as its token. A request command stays in the
+//     status until its token is served, and is removed by the write that
+//     records it served, so it is served once across crashes and
+//     conflicts. A write that conflicts is decided again on the document as
+//     it now is, so a command is never carried out twice nor lost; a step's
+//     outcome written over a status an operator changed while the step ran
+//     keeps the operator's fields as they are now. Each outcome is recorded
+//     in the document's history (an entry of type history.Operator: the
+//     verb, the command's id, its author, applied or refused with the
+//     reason, the phase and the phase it moved to), logged, and counted in
+//     tend_operator_commands_total by verb and result.
+//
+// A [Manager] records, for each [Driver] it runs, the driver's
+// [Driver.Registration] in a document of kind operator.MachinesKind keyed
+// by the driven kind — the machine as a statemachine.Descriptor, the
+// finalizer the driver owns, the prefix of its presence leases, the
+// replica and the time — so that a program without the user's Go types
+// can read and act on the kind's documents. It is written only when the
+// machine, finalizers or prefix changed; a store not configured with
+// operator.MachinesKind records nothing (logged once, at debug level). While
+// Run runs, in every mode, each replica also holds a presence lease
+// "<LeasePrefix>presence/<kind>/<Identity>" ([PresencePrefix]) in the
+// kind's own store, where operators look for it (operator.Client.Served),
+// and releases it when Run returns.
 //
 // # Tracing
 //

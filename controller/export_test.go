@@ -16,6 +16,8 @@ const (
 	DefectPauseIgnored = defectPauseIgnored
 	DefectCommandLost  = defectCommandLost
 	DefectOperatorEcho = defectOperatorEcho
+
+	DefectOperatorOverwritten = defectOperatorOverwritten
 )
 
 // Planted returns cfg with defect planted in the driver it configures.

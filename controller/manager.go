@@ -96,7 +96,9 @@ type ManagerConfig struct {
 	Identity string
 
 	// LeasePrefix is prepended to every lease name, so several managers can
-	// share one store. Empty means none.
+	// share one store: the leader's, the shards', the members' and the
+	// presence leases of the kinds the manager's drivers drive (see
+	// [PresencePrefix]). Empty means none.
 	LeasePrefix string
 
 	// LeaseDuration is how long a lease lasts unless renewed: a dead
@@ -213,8 +215,8 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 		leaser:      cfg.Leaser,
 		identity:    cfg.Identity,
 		prefix:      cfg.LeasePrefix,
-		ttl:         orDefault(cfg.LeaseDuration, DefaultLeaseDuration),
-		shards:      orDefault(cfg.Shards, DefaultShards),
+		ttl:         cmp.Or(cfg.LeaseDuration, DefaultLeaseDuration),
+		shards:      cmp.Or(cfg.Shards, DefaultShards),
 		unfenced:    cfg.Unfenced,
 		onChange:    cfg.OnLeadershipChange,
 		informers:   cfg.Informers,
@@ -229,7 +231,7 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	case cfg.StuckReconcileAfter > 0:
 		m.stuckAfter = cfg.StuckReconcileAfter
 	}
-	m.renew = orDefault(cfg.RenewPeriod, m.ttl/3)
+	m.renew = cmp.Or(cfg.RenewPeriod, m.ttl/3)
 	switch {
 	case cfg.Mode < Single || cfg.Mode > Sharded:
 		return nil, fmt.Errorf("%w: unknown %v", ErrInvalidConfig, cfg.Mode)
@@ -266,6 +268,11 @@ func (m *Manager) Identity() string { return m.identity }
 // fails, then stops them gracefully (see [Controller.Run]), gives up the
 // leases it holds and returns once every goroutine it started has stopped.
 // It returns nil after ctx ends, or the first controller's error.
+//
+// In every mode, for each [Driver] among its controllers' reconcilers, Run
+// records the driver's registration and holds a presence lease in the
+// driver's store until it returns (see Operators in the package
+// documentation).
 //
 // While it runs, [Manager.IsLeader], [Manager.OwnedShards],
 // [Manager.CheckReadiness] and [Manager.CheckLiveness] report on it, and

@@ -197,7 +197,8 @@ type DriverConfig[Spec, Status any] struct {
 
 	// History receives the history of each document the driver reconciles
 	// (transitions, step calls, refusals, operations given up, drift
-	// repairs, requests, timers), each entry with the reconcile's id and
+	// repairs, requests, timers, operator commands carried out or refused),
+	// each entry with the reconcile's id and
 	// trace: see package history. Recording never blocks a reconcile. Nil
 	// means no history.
 	History *history.Recorder
@@ -238,6 +239,10 @@ const (
 	// defectOperatorEcho takes every write to a document the driver wrote
 	// before for its own: an operator's write does not queue it.
 	defectOperatorEcho
+	// defectOperatorOverwritten writes a step's outcome over a status an
+	// operator changed while the step ran, with the operator's fields as
+	// they were when it started.
+	defectOperatorOverwritten
 )
 
 // Driver is the [Reconciler] of documents governed by a
@@ -324,6 +329,14 @@ const (
 // pair is held (a terminal failure) stays Terminating, its failure in its
 // status, until an operator intervenes. A machine without a final pair gets
 // no finalizer: deleting its documents removes them at once.
+//
+// # Operators
+//
+// A document an operator paused (Status.Paused) is not acted on until it
+// is resumed; the commands an operator writes (Status.Commands) are
+// carried out at the start of a pass, before the machine decides, each
+// removed in the write that carries it out. The package documentation
+// says how.
 //
 // # Intent
 //
@@ -1114,8 +1127,10 @@ func (d *phaseDriver[Spec, Status, S, P]) recordOver(ctx context.Context, obj *s
 				Err: fmt.Errorf("%w: the status changed while a step ran", store.ErrConflict)}
 		}
 		cur.Status = obj.Status
-		ms = machineStatusOf[S, P](&cur.Status)
-		ms.Paused, ms.Commands = paused, commands
+		if d.defects&defectOperatorOverwritten == 0 {
+			ms = machineStatusOf[S, P](&cur.Status)
+			ms.Paused, ms.Commands = paused, commands
+		}
 		written, err := d.writeStatus(ctx, cur)
 		if !errors.Is(err, store.ErrConflict) || attempt == d.conflicts {
 			return written, err

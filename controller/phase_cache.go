@@ -82,7 +82,9 @@ func (d *phaseDriver[Spec, Status, S, P]) read(ctx context.Context, key string, 
 	if err := inf.WaitForSync(ctx); err != nil {
 		return nil, err
 	}
-	if d.defects&defectNoGate == 0 {
+	if d.defects&defectNoGate == 0 && !d.ryw.Ready(key) {
+		// The cache lags behind the driver's last write: wait, but not
+		// for ever.
 		wait, cancel := context.WithTimeoutCause(ctx, d.wait, errCacheBehind)
 		err := d.ryw.Wait(wait, key)
 		cancel()

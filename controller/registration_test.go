@@ -3,12 +3,14 @@ package controller_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/tendhq/tend/backends/memory"
 	"github.com/tendhq/tend/controller"
+	"github.com/tendhq/tend/history"
 	"github.com/tendhq/tend/operator"
 	sm "github.com/tendhq/tend/statemachine"
 	"github.com/tendhq/tend/store"
@@ -148,6 +150,88 @@ func TestManagerWithoutMachinesKind(t *testing.T) {
 		}
 		if st := f.get(t, "gw").Status; st.Phase != phStarted {
 			t.Errorf("phase %v, want Started", st.Phase)
+		}
+	})
+}
+
+// An operator acts through operator.Client on a gateway that a replica
+// drives: the client reads the document without the gateway's Go types,
+// finds it failing, retries it, waits for the controller's outcome, and
+// pauses and resumes it.
+func TestOperatorClientEndToEnd(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newGWFixture(t, operator.MachinesKind, history.Kind("ApiGateway"))
+		rec, stopRec := recording(t, f.mem, history.RecorderConfig{})
+		defer stopRec()
+		c := &calls{start: time.Now()}
+		failing(f, "create_database", errors.New("quota exceeded"), c, func() {})
+		cfg := f.config()
+		cfg.History = rec
+		d := f.driver(t, cfg)
+		ctrl, err := controller.New(controller.Config{Name: "gateways", Reconciler: d, Sources: []controller.Source{d.Source()}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := controller.NewManager(controller.ManagerConfig{Controllers: []*controller.Controller{ctrl}, Identity: "r1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- m.Run(ctx) }()
+		defer func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		}()
+		f.create(t, "gw", gwRunning)
+		time.Sleep(3 * time.Second)
+
+		ops, err := operator.New(f.mem, operator.Config{Actor: "ann"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		machine, err := ops.Machine(t.Context(), "ApiGateway")
+		if err != nil {
+			t.Fatal(err)
+		}
+		obj, err := ops.Get(t.Context(), "ApiGateway", "gw")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if step, failed := obj.FailedStep(machine); !failed || step != "create_database" || obj.Phase != "Creating" {
+			t.Fatalf("the client reads %s failing at %q (%v)", obj.Phase, step, failed)
+		}
+		before := len(c.times())
+		cmd, err := ops.Retry(t.Context(), "ApiGateway", "gw")
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := ops.Wait(t.Context(), "ApiGateway", "gw", cmd.ID)
+		if err != nil || e.Outcome != "applied" || e.Actor != "ann" {
+			t.Fatalf("waiting for the retry: %+v, %v", e, err)
+		}
+		if got := c.times(); len(got) < before+1 || got[before] != 3*time.Second {
+			t.Errorf("calls after the retry at 3 s: %v, want one at once", got[before:])
+		}
+
+		if err := ops.Pause(t.Context(), "ApiGateway", "gw", "quota being raised"); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		paused := len(c.times())
+		time.Sleep(time.Hour)
+		if got := len(c.times()); got != paused {
+			t.Errorf("%d calls while paused for an hour", got-paused)
+		}
+		failing(f, "nothing", nil, c, func() {}) // the quota was raised
+		if err := ops.Resume(t.Context(), "ApiGateway", "gw"); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if obj, err := ops.Get(t.Context(), "ApiGateway", "gw"); err != nil || obj.Phase != "Started" {
+			t.Fatalf("after the resume: %s, %v: want Started at once", obj.Phase, err)
 		}
 	})
 }

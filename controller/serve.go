@@ -39,6 +39,11 @@ type HandlerConfig struct {
 	// the same handlers on http.DefaultServeMux; this handler does not use
 	// DefaultServeMux.)
 	Pprof bool
+
+	// Fallback serves every request no other route matches: a web
+	// console that serves the paths under /console/, say. Nil means 404
+	// Not Found.
+	Fallback http.Handler
 }
 
 // Handler returns an HTTP handler of the replica's health, as Kubernetes'
@@ -49,12 +54,14 @@ type HandlerConfig struct {
 //   - /history/{kind}/{key}: the history of a document, when
 //     [HandlerConfig.History] is set (see [HistoryHandler]).
 //   - /debug/pprof/: the runtime's profiles, when [HandlerConfig.Pprof] is set.
+//   - anything else: [HandlerConfig.Fallback], when set.
 //
 // /readyz and /healthz answer GET and HEAD: 200 with the body "ok" when every
 // check passes, else 503 with one line per check, "[+]name ok" or
 // "[-]name failed: reason", and a last line "readyz check failed" (or
 // healthz). With the query parameter verbose, a passing answer lists its
-// checks too and ends with "readyz check passed". Other paths are not found.
+// checks too and ends with "readyz check passed". Other paths are not found,
+// unless Fallback serves them.
 func (m *Manager) Handler(cfg HandlerConfig) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /readyz", checkHandler("readyz", m.readiness))
@@ -72,6 +79,9 @@ func (m *Manager) Handler(cfg HandlerConfig) http.Handler {
 		mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("POST /debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	}
+	if cfg.Fallback != nil {
+		mux.Handle("/", cfg.Fallback)
 	}
 	return mux
 }

@@ -8,6 +8,7 @@ require (
 	github.com/tendhq/tend v0.1.0
 	github.com/tendhq/tend/backends/kube v0.1.0
 	github.com/tendhq/tend/backends/postgres v0.1.0
+	github.com/tendhq/tend/console v0.1.0
 	go.uber.org/goleak v1.3.0
 	go.uber.org/zap v1.28.0
 	k8s.io/api v0.37.1

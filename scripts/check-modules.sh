@@ -13,8 +13,8 @@
 #     checked against the proxy, since modules require each other by version;
 #   - the getting-started guide, followed command by command, does not build,
 #     run and print what it shows, or its test does not pass;
-#   - a program using a backend module, or a command of the examples module,
-#     does not build after `go get` of that module;
+#   - a program using a backend module or the console, or a command of the
+#     examples module, does not build after `go get` of that module;
 #   - the tend command does not install with `go install …@version`, or does
 #     not run.
 set -euo pipefail
@@ -174,6 +174,31 @@ func main() {
 		log.Fatal(err)
 	}
 	var _ store.Backend = backend
+}
+GO
+
+program console "$tend_path/console" <<'GO'
+package main
+
+import (
+	"log"
+	"net/http"
+
+	"github.com/tendhq/tend/backends/memory"
+	"github.com/tendhq/tend/console"
+	"github.com/tendhq/tend/operator"
+)
+
+func main() {
+	st, err := memory.New(memory.Config{Kinds: append([]string{"Server"}, operator.Kinds()...)})
+	if err != nil {
+		log.Fatal(err)
+	}
+	c, err := console.New(console.Config{Store: st, Prefix: "/console/"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	http.Handle("/console/", c)
 }
 GO
 

@@ -4,8 +4,8 @@
 # The modules of the repository in dependency order (each requires only
 # modules before it), and the ones a release publishes: bench measures and is
 # never published. cmd/tend is the tend command, installed with go install.
-tend_modules=(. backends/postgres backends/etcd backends/kube cmd/tend examples bench)
-tend_published=(. backends/postgres backends/etcd backends/kube cmd/tend examples)
+tend_modules=(. backends/postgres backends/etcd backends/kube console cmd/tend examples bench)
+tend_published=(. backends/postgres backends/etcd backends/kube console cmd/tend examples)
 tend_path=github.com/tendhq/tend
 
 # tag_of MODULE VERSION prints the tag the go command looks for when it

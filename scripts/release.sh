@@ -15,7 +15,7 @@
 #    it holds the API users of this release have.
 # 4. Commits, and tags each module as the go command expects for modules in
 #    subdirectories: vX.Y.Z, backends/postgres/vX.Y.Z, backends/etcd/vX.Y.Z,
-#    backends/kube/vX.Y.Z, examples/vX.Y.Z.
+#    backends/kube/vX.Y.Z, console/vX.Y.Z, examples/vX.Y.Z.
 # 5. Checks that the tags zip, as the go command will zip them, to the
 #    checksums the go.sum files record; if not, removes the tags and the
 #    commit.

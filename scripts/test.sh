@@ -16,7 +16,7 @@ export TEND_CACHE="${TEND_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tend}"
 
 # Modules, in dependency order. Each is tested in its own directory.
 modules=(.)
-for m in bench backends/postgres backends/etcd backends/kube cmd/tend examples; do
+for m in bench backends/postgres backends/etcd backends/kube console cmd/tend examples; do
   [ -f "$m/go.mod" ] && modules+=("$m")
 done
 

@@ -42,7 +42,10 @@ type CommandOutcome struct {
 //     has no rule there) and a Failure is recorded, resume the failed
 //     operation: its phase is entered again with the same id and
 //     checkpoint, its attempts forgotten, a new deadline counted from now,
-//     and the Failure cleared. Refused otherwise: nothing to retry.
+//     and the Failure cleared — unless both the intent and the status's
+//     Target are refused in that phase (an intent changed past a point of
+//     no return), where the machine could not decide. Refused otherwise:
+//     nothing to retry.
 //   - [VerbSkip]. Command.Step must be the step that failed: in a
 //     transitional phase, the current step with failed attempts; in the
 //     Fault phase, Failure.Step, under the same conditions as retry. The
@@ -120,8 +123,11 @@ func (m *Machine[S, P]) retry(intent S, out *Status[S, P], now time.Time, o *Com
 	if reason := m.resumable(intent, *out, now); reason != "" {
 		return reason
 	}
-	o.Operation, o.Step = out.Failure.Operation.ID, out.Failure.Step
-	m.resume(out, now, "")
+	id, step := out.Failure.Operation.ID, out.Failure.Step
+	if reason := m.resume(intent, out, now, ""); reason != "" {
+		return reason
+	}
+	o.Operation, o.Step = id, step
 	return ""
 }
 
@@ -146,8 +152,11 @@ func (m *Machine[S, P]) skip(intent S, out *Status[S, P], now time.Time, o *Comm
 	case f.Step != want:
 		return fmt.Sprintf("step %q is not the step that failed (%s)", want, f.Step)
 	}
-	o.Operation, o.Step = out.Failure.Operation.ID, want
-	m.resume(out, now, want)
+	id := out.Failure.Operation.ID
+	if reason := m.resume(intent, out, now, want); reason != "" {
+		return reason
+	}
+	o.Operation, o.Step = id, want
 	return ""
 }
 
@@ -189,15 +198,25 @@ func (m *Machine[S, P]) resumable(intent S, out Status[S, P], now time.Time) str
 }
 
 // resume enters again the phase of out's failed operation, resuming it
-// with its attempts forgotten and, when skip is set, that step counted done.
-func (m *Machine[S, P]) resume(out *Status[S, P], now time.Time, skip string) {
-	op := out.Failure.Operation.clone()
-	op.From = out.Phase
+// with its attempts forgotten and, when skip is set, that step counted
+// done. It returns why it refused, or "": the machine must be able to
+// decide on the result, which it cannot when both the intent and the
+// target are refused in the operation's phase (an intent changed since
+// the operation began, past a point of no return).
+func (m *Machine[S, P]) resume(intent S, out *Status[S, P], now time.Time, skip string) string {
+	next := out.clone()
+	op := next.Failure.Operation.clone()
+	op.From = next.Phase
 	op.Attempts, op.LastError, op.RetryAt = 0, "", time.Time{}
 	if skip != "" && !slices.Contains(op.Done, skip) {
 		op.Done = append(op.Done, skip)
 	}
-	out.Phase, out.Operation, out.Failure, out.Since = op.Phase, &op, nil, now
+	next.Phase, next.Operation, next.Failure, next.Since = op.Phase, &op, nil, now
+	if _, err := m.Decide(intent, next, now); err != nil {
+		return err.Error()
+	}
+	*out = next
+	return ""
 }
 
 // move carries out a move to the phase named to; it returns why it

@@ -315,3 +315,31 @@ func ExampleMachine_Descriptor() {
 	// ApiGateway Creating begin
 	// same diagram: true
 }
+
+// An operator's commands, carried out in order on a workspace that failed
+// restoring: a skip of a step that did not fail is refused, a retry
+// resumes the failed operation, same id, its checkpoint kept.
+func ExampleMachine_ApplyCommands() {
+	m, err := statemachine.New(workspace())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	st := statemachine.Status[string, string]{Phase: "ERROR", Target: "RUNNING",
+		Failure: &statemachine.Failure[string]{Step: "restore", Cause: statemachine.CauseTerminal, Reason: "bucket gone",
+			Operation: statemachine.Operation[string]{ID: "op-7", Phase: "RESTORING", Done: []string{"provision"}}},
+		Commands: []statemachine.Command{
+			{ID: "c1", Verb: statemachine.VerbSkip, Step: "provision", By: "ann"},
+			{ID: "c2", Verb: statemachine.VerbRetry, By: "ann"},
+		}}
+	st, outcomes := m.ApplyCommands("RUNNING", st, now)
+	for _, o := range outcomes {
+		fmt.Println(strings.TrimSpace(fmt.Sprintf("%s %s: applied=%t %s %s", o.Command.ID, o.Command.Verb, o.Applied, o.To, o.Reason)))
+	}
+	fmt.Println(st.Phase, st.Operation.ID, st.Operation.Done, len(st.Commands))
+	// Output:
+	// c1 skip: applied=false  step "provision" is not the step that failed (restore)
+	// c2 retry: applied=true RESTORING
+	// RESTORING op-7 [provision] 0
+}

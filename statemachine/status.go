@@ -68,24 +68,28 @@ type Pause struct {
 	At time.Time `json:"at,omitzero"`
 }
 
-// Verb is what a [Command] asks its controller to do.
+// Verb is what a [Command] asks its controller to do. [Machine.ApplyCommands]
+// carries the verbs out, and says when each is refused.
 type Verb string
 
 // The verbs of operator commands.
 const (
 	// VerbRetry: run the failed step again now, without waiting for its
-	// backoff, and forget its failed attempts; from Fault, begin the failed
-	// operation again from its checkpoint (same id, steps done kept).
+	// backoff, and forget its failed attempts; from Fault, while the
+	// machine holds the object there, begin the failed operation again
+	// from its checkpoint (same id, steps done kept, attempts forgotten).
 	VerbRetry Verb = "retry"
 	// VerbSkip: count the step Command.Step, the step that failed, as
-	// done, and go on with the next; from Fault, resume the failed
-	// operation after it.
+	// done, and go on with the next; from Fault, while the machine holds
+	// the object there, resume the failed operation after it.
 	VerbSkip Verb = "skip"
 	// VerbMove: leave Fault for the phase Command.Phase, a phase the
-	// machine declares that is not transitional.
+	// machine declares that is not transitional and where the intent is
+	// neither refused nor declared unreachable; the failure is cleared.
 	VerbMove Verb = "move"
 	// VerbRequest: serve the machine's one-shot request Command.Request
-	// once, as if the spec carried a new token for it (the command's ID).
+	// once, as if the spec carried a new token for it (the command's ID);
+	// the command stays in Status.Commands until that token is served.
 	VerbRequest Verb = "request"
 )
 

@@ -106,24 +106,12 @@ func TestCollectionRoundTrip(t *testing.T) {
 		}
 	}
 	want := []store.EventType{store.Added, store.Modified, store.Modified, store.Deleted}
-	if !equal(types, want) {
+	if !slices.Equal(types, want) {
 		t.Errorf("events %v, want %v", types, want)
 	}
 	if _, err := c.Get(ctx, "gw-1"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("get after delete: %v", err)
 	}
-}
-
-func equal[T comparable](a, b []T) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func TestCollectionDecodeErrors(t *testing.T) {

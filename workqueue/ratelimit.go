@@ -1,6 +1,7 @@
 package workqueue
 
 import (
+	"cmp"
 	"fmt"
 	"sync"
 	"time"
@@ -73,8 +74,8 @@ type ExponentialLimiter[K comparable] struct {
 
 // NewExponentialLimiter returns a per-key exponential backoff limiter.
 func NewExponentialLimiter[K comparable](cfg ExponentialConfig) (*ExponentialLimiter[K], error) {
-	base := orDefault(cfg.Base, 5*time.Millisecond)
-	maxDelay := orDefault(cfg.Max, 1000*time.Second)
+	base := cmp.Or(cfg.Base, 5*time.Millisecond)
+	maxDelay := cmp.Or(cfg.Max, 1000*time.Second)
 	if err := nonNegative(named{"Base", cfg.Base}, named{"Max", cfg.Max}, named{"IdleTimeout", cfg.IdleTimeout}); err != nil {
 		return nil, err
 	}
@@ -84,7 +85,7 @@ func NewExponentialLimiter[K comparable](cfg ExponentialConfig) (*ExponentialLim
 	return &ExponentialLimiter[K]{
 		base:     base,
 		max:      maxDelay,
-		failures: newFailures[K](orDefault(cfg.IdleTimeout, 2*maxDelay)),
+		failures: newFailures[K](cmp.Or(cfg.IdleTimeout, 2*maxDelay)),
 	}, nil
 }
 
@@ -131,8 +132,8 @@ type FastSlowLimiter[K comparable] struct {
 
 // NewFastSlowLimiter returns a per-key limiter with a fast then a slow delay.
 func NewFastSlowLimiter[K comparable](cfg FastSlowConfig) (*FastSlowLimiter[K], error) {
-	fast := orDefault(cfg.Fast, 5*time.Millisecond)
-	slow := orDefault(cfg.Slow, 10*time.Second)
+	fast := cmp.Or(cfg.Fast, 5*time.Millisecond)
+	slow := cmp.Or(cfg.Slow, 10*time.Second)
 	if err := nonNegative(named{"Fast", cfg.Fast}, named{"Slow", cfg.Slow}, named{"IdleTimeout", cfg.IdleTimeout}); err != nil {
 		return nil, err
 	}
@@ -145,8 +146,8 @@ func NewFastSlowLimiter[K comparable](cfg FastSlowConfig) (*FastSlowLimiter[K], 
 	return &FastSlowLimiter[K]{
 		fast:     fast,
 		slow:     slow,
-		attempts: orDefault(cfg.FastAttempts, 5),
-		failures: newFailures[K](orDefault(cfg.IdleTimeout, 2*slow)),
+		attempts: cmp.Or(cfg.FastAttempts, 5),
+		failures: newFailures[K](cmp.Or(cfg.IdleTimeout, 2*slow)),
 	}, nil
 }
 
@@ -199,8 +200,8 @@ func NewTokenBucketLimiter[K comparable](cfg TokenBucketConfig) (*TokenBucketLim
 	if cfg.Burst < 0 {
 		return nil, fmt.Errorf("%w: Burst %d is negative", ErrInvalidConfig, cfg.Burst)
 	}
-	burst := float64(orDefault(cfg.Burst, 100))
-	return &TokenBucketLimiter[K]{qps: orDefault(cfg.QPS, 10), burst: burst, tokens: burst}, nil
+	burst := float64(cmp.Or(cfg.Burst, 100))
+	return &TokenBucketLimiter[K]{qps: cmp.Or(cfg.QPS, 10), burst: burst, tokens: burst}, nil
 }
 
 // When implements [RateLimiter]: it takes one token and returns how long
@@ -353,14 +354,6 @@ func (f *failures[K]) count(key K) int {
 		return 0
 	}
 	return v.n
-}
-
-func orDefault[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
 }
 
 // named is a configuration duration and its field name, for error messages.

@@ -1,6 +1,7 @@
 package controllertest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -146,13 +147,7 @@ func Converge(b *testing.B, cfg ConvergeConfig) {
 	if cfg.Open == nil {
 		b.Fatal("controllertest: ConvergeConfig.Open is nil")
 	}
-	docs, workers := cfg.Documents, cfg.Workers
-	if docs == 0 {
-		docs = 10_000
-	}
-	if workers == 0 {
-		workers = 8
-	}
+	docs, workers := cmp.Or(cfg.Documents, 10_000), cmp.Or(cfg.Workers, 8)
 	if docs < 0 || workers < 0 {
 		b.Fatal("controllertest: ConvergeConfig.Documents and Workers must not be negative")
 	}

@@ -229,8 +229,8 @@ func (r *run[Spec, Status, S, P]) quiesce() {
 		if settled {
 			r.logf("settled: %s", why)
 			r.invariant("at the end")
-			if obj != nil && r.world.Settled != nil && why != held {
-				if err := r.world.Settled(r.ctx, obj); err != nil {
+			if obj != nil && r.world.Matches != nil && why != held {
+				if err := r.world.Matches(r.ctx, obj); err != nil {
 					r.problem("the document settled (%s) but the world does not match: %v", why, err)
 				}
 			}

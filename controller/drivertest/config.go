@@ -115,10 +115,10 @@ type World[Spec, Status any] struct {
 	// never written shows the machine's initial phase). Optional.
 	Invariant func(ctx context.Context, key string, obj *store.Object[Spec, Status]) error
 
-	// Settled returns an error when the world does not match a document
+	// Matches returns an error when the world does not match a document
 	// the machine reports settled. It is called at the end of a run, once
 	// the document settled. Optional.
-	Settled func(ctx context.Context, obj *store.Object[Spec, Status]) error
+	Matches func(ctx context.Context, obj *store.Object[Spec, Status]) error
 }
 
 // ErrConfig reports a [Config] that cannot be used.

@@ -25,7 +25,7 @@ func testServiceDriver(t *testing.T) {
 			return drivertest.World[spec, status]{
 				Driver:    controller.DriverConfig[spec, status]{Steps: c.steps(), Observers: c.observers()},
 				Invariant: c.invariant,
-				Settled:   c.settled,
+				Matches:   c.settled,
 			}, nil
 		},
 		SetIntent: func(s *spec, st state) { s.State, s.Restart = st, "" },

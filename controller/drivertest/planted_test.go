@@ -62,7 +62,7 @@ func TestFindsPlantedDefects(t *testing.T) {
 				world := cfg.World
 				cfg.World = func(env drivertest.Env) (drivertest.World[spec, status], error) {
 					w, err := world(env)
-					w.Invariant, w.Settled = nil, nil // the harness's own checks only
+					w.Invariant, w.Matches = nil, nil // the harness's own checks only
 					return w, err
 				}
 				return cfg

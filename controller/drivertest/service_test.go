@@ -213,7 +213,7 @@ func serviceConfig(def sm.Definition[state, phase], planted func(*cloud)) driver
 			return drivertest.World[spec, status]{
 				Driver:    controller.DriverConfig[spec, status]{Steps: c.steps(), Observers: c.observers(), WaitInterval: time.Second},
 				Invariant: c.invariant,
-				Settled:   c.settled,
+				Matches:   c.settled,
 			}, nil
 		},
 		// As the service's API: a restart is asked for with a new token, so

@@ -13,11 +13,13 @@
 //	go run ./examples/gateway -kubeconfig ~/.kube/config -audit-log /var/log/kube-audit.log
 //
 // With -listen it serves, while the scenario runs, the controllers' probes
-// (/readyz, /healthz), their metrics (/metrics) and each document's history
-// as JSON (/history/{kind}/{key}): why a gateway is in its phase.
+// (/readyz, /healthz), their metrics (/metrics), each document's history
+// as JSON (/history/{kind}/{key}): why a gateway is in its phase, and the
+// web console (/console/), read-only unless -console-actions is given:
 //
 //	go run ./examples/gateway -listen 127.0.0.1:8080 &
 //	curl -s 127.0.0.1:8080/history/ApiGateway/gw-01
+//	open http://127.0.0.1:8080/console/
 //
 // With -seeds it measures instead: it plays the scenario once per seed and
 // prints each time to converge, where it went, and the median, p90 and
@@ -75,7 +77,8 @@ func parseFlags(args []string, stderr io.Writer) (cli, error) {
 	fs.Uint64Var(&opts.Seed, "seed", 1, "seed of the injected failures")
 	fs.DurationVar(&opts.Timeout, "timeout", 50*time.Second, "give up if the scenario has not converged by then")
 	fs.DurationVar(&opts.MaxBackoff, "max-backoff", 0, "cap the delay before a failed step is retried (default ten polls: 500ms at the default delay; the platform's own default is 2s)")
-	fs.StringVar(&c.listen, "listen", "", "serve the probes (/readyz, /healthz), the metrics (/metrics) and each document's history (/history/{kind}/{key}, JSON) on this address while the scenario runs, for example 127.0.0.1:8080")
+	fs.StringVar(&c.listen, "listen", "", "serve the probes (/readyz, /healthz), the metrics (/metrics), each document's history (/history/{kind}/{key}, JSON) and the web console (/console/) on this address while the scenario runs, for example 127.0.0.1:8080")
+	fs.BoolVar(&opts.ConsoleActions, "console-actions", false, "with -listen, let the console act on documents (pause, resume, retry, skip, move, request, remove a finalizer) for anyone who reaches the address; without it the console is read-only")
 	fs.StringVar(&opts.Kubeconfig, "kubeconfig", "", "run the cluster on the Kubernetes cluster this kubeconfig names (the databases stay simulated)")
 	fs.StringVar(&c.traceFile, "trace-file", "", "write every span (reconciles, steps, observers) as JSON to this file; - for standard output")
 	fs.BoolVar(&c.traceOTLP, "trace-otlp", false, "export every span over OTLP/gRPC to $OTEL_EXPORTER_OTLP_ENDPOINT (default https://localhost:4317)")
@@ -95,6 +98,8 @@ func parseFlags(args []string, stderr io.Writer) (cli, error) {
 		return c, fmt.Errorf("-max-backoff %v is negative", opts.MaxBackoff)
 	case c.seeds > 0 && c.listen != "":
 		return c, errors.New("-seeds does not go with -listen: each run would register its metrics again")
+	case opts.ConsoleActions && c.listen == "":
+		return c, errors.New("-console-actions needs -listen")
 	}
 	return c, checkListen(c.listen)
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -31,6 +32,8 @@ func TestListenFlag(t *testing.T) {
 		{args: []string{"-listen", "127.0.0.1"}, wantErr: "want host:port"},
 		{args: []string{"-listen", "127.0.0.1:0", "-seeds", "3"}, wantErr: "-seeds does not go with"},
 		{args: []string{"-listen"}, wantErr: "flag needs an argument"},
+		{args: []string{"-console-actions"}, wantErr: "-console-actions needs -listen"},
+		{args: []string{"-listen", "127.0.0.1:0", "-console-actions"}, listen: "127.0.0.1:0"},
 	} {
 		c, err := parseFlags(tc.args, io.Discard)
 		switch {
@@ -48,7 +51,7 @@ func TestListenFlag(t *testing.T) {
 }
 
 // TestListen plays the scenario with -listen and asks, while it runs, for
-// the probes, the metrics and a gateway's history.
+// the probes, the metrics, a gateway's history and the console, read-only.
 func TestListen(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -79,6 +82,19 @@ func TestListen(t *testing.T) {
 	if code, body := listentest.Get(base, "/metrics"); code != http.StatusOK || !strings.Contains(body, "tend_history_entries_written_total") ||
 		!strings.Contains(body, "controller_runtime_reconcile_total") {
 		t.Errorf("/metrics: %d, without the history's or the controllers' series", code)
+	}
+	if page, ok := listentest.ConsoleLists(base, "ApiGateway", "gw-01", 30*time.Second); !ok {
+		t.Errorf("the console does not list gw-01:\n%s", page)
+	}
+	if code, body := listentest.Get(base, "/console/"); code != http.StatusOK || !strings.Contains(body, `data-kind="RuntimeDomain"`) {
+		t.Errorf("/console/: %d, without the runtime domains:\n%s", code, body)
+	}
+	gw := "/console/kinds/ApiGateway/objects/gw-01"
+	if code, body := listentest.Get(base, gw); code != http.StatusOK || strings.Count(body, " current\"") != 1 || !strings.Contains(body, "read-only") {
+		t.Errorf("%s: %d, without one phase highlighted or read-only:\n%s", gw, code, body)
+	}
+	if code, body := listentest.Post(base, gw, url.Values{"action": {"pause"}}); code != http.StatusForbidden {
+		t.Errorf("pausing through the read-only console: %d %s", code, body)
 	}
 	r := <-done
 	if r.err != nil || !r.rep.Converged {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"slices"
 	"sync"
 	"time"
@@ -15,9 +16,11 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tendhq/tend/backends/memory"
+	"github.com/tendhq/tend/console"
 	"github.com/tendhq/tend/controller"
 	"github.com/tendhq/tend/examples/gateway/platform"
 	"github.com/tendhq/tend/history"
+	"github.com/tendhq/tend/operator"
 	sm "github.com/tendhq/tend/statemachine"
 	"github.com/tendhq/tend/store"
 )
@@ -42,6 +45,10 @@ type options struct {
 	// and every document's history while the scenario runs (-listen).
 	Listener net.Listener
 	Gatherer prometheus.Gatherer
+	// ConsoleActions lets the web console the Listener serves under
+	// /console/ act on documents (-console-actions); without it the
+	// console is read-only.
+	ConsoleActions bool
 	// Kubeconfig, when set, runs the cluster on the Kubernetes cluster it
 	// names instead of the simulation; the databases stay simulated. Every
 	// gateway is deleted at the end, so that the run leaves nothing behind.
@@ -96,13 +103,18 @@ func run(ctx context.Context, opts options, out io.Writer) (report, error) {
 	if opts.Gateways < 1 {
 		return report{}, fmt.Errorf("need at least one gateway, not %d", opts.Gateways)
 	}
-	st, err := memory.New(memory.Config{Kinds: append(platform.Kinds(), history.Kinds(platform.Kinds()...)...)})
+	kinds := slices.Concat(platform.Kinds(), history.Kinds(platform.Kinds()...), operator.Kinds())
+	st, err := memory.New(memory.Config{Kinds: kinds})
 	if err != nil {
 		return report{}, err
 	}
 	var rec *history.Recorder // nil: no history
+	var con *console.Console
 	if opts.Listener != nil {
 		if rec, err = history.NewRecorder(st, history.RecorderConfig{MetricsRegisterer: opts.Registerer}); err != nil {
+			return report{}, err
+		}
+		if con, err = newConsole(st, opts.ConsoleActions); err != nil {
 			return report{}, err
 		}
 	}
@@ -139,10 +151,11 @@ func run(ctx context.Context, opts options, out io.Writer) (report, error) {
 	var opsErr error
 	if opts.Listener != nil {
 		wg.Go(func() { _ = rec.Run(runCtx) })
-		hc := controller.HandlerConfig{Gatherer: opts.Gatherer, History: history.NewReader(st)}
+		hc := controller.HandlerConfig{Gatherer: opts.Gatherer, History: history.NewReader(st), Fallback: con}
 		wg.Go(func() { opsErr = p.Manager().ServeListener(runCtx, opts.Listener, hc) })
 		fmt.Fprintf(out, "serving probes, metrics and history on http://%s (/readyz, /healthz, /metrics, /history/%s/%s)\n",
 			opts.Listener.Addr(), platform.KindApiGateway, w.gatewayID(0))
+		fmt.Fprintf(out, "the console: http://%s/console/\n", opts.Listener.Addr())
 	}
 	inv := &invariants{p: p, w: w}
 	wg.Go(func() { inv.watch(runCtx, p.Collections().Gateways) })
@@ -495,6 +508,16 @@ func (v *invariants) watch(ctx context.Context, c *store.Collection[platform.Gat
 			last[key] = ph
 		}
 	}
+}
+
+// newConsole returns the web console of st, served under /console/: it
+// acts on documents, as the demo's operator, only when actions is set.
+func newConsole(st store.Backend, actions bool) (*console.Console, error) {
+	cfg := console.Config{Store: st, Prefix: "/console/", Actor: func(*http.Request) string { return "demo-operator" }}
+	if actions {
+		cfg.Authorize = func(*http.Request, console.Action) error { return nil }
+	}
+	return console.New(cfg)
 }
 
 // revision is the store's revision: one per write since it started.

@@ -28,12 +28,14 @@
 //	go run ./examples/workspace -kubeconfig "$TEND_KUBECONFIG"
 //
 // With -listen it serves, while the scenario runs, the controller's probes
-// (/readyz, /healthz), its metrics (/metrics) and each workspace's history
-// as JSON (/history/{kind}/{key}): why a workspace is in its phase. Every
+// (/readyz, /healthz), its metrics (/metrics), each workspace's history as
+// JSON (/history/{kind}/{key}): why a workspace is in its phase, and the web
+// console (/console/), read-only unless -console-actions is given. Every
 // second it prints a summary line when it changed: workspaces per phase and
 // failures.
 //
 //	go run ./examples/workspace -listen 127.0.0.1:8080
+//	open http://127.0.0.1:8080/console/
 //
 // See README.md beside this file.
 package main
@@ -102,7 +104,8 @@ func parseFlags(args []string, stderr io.Writer) (cli, error) {
 	fs.StringVar(&c.cluster.image, "image", "workspace:latest", "the containers' image with -kubeconfig: on a cluster with kubelets, the workspace server's (examples/workspace/docker/server) from a registry it can pull")
 	fs.StringVar(&c.cluster.jobImage, "job-image", "storage-job:latest", "the storage Jobs' image with -kubeconfig: on a cluster with kubelets, a build of examples/workspace/cmd/storage-job it can pull")
 	fs.BoolVar(&c.cluster.jobsHere, "jobs-here", true, "with -kubeconfig: run the storage Jobs' Pods in this process, as a cluster without kubelets (kwok) needs; false on a cluster whose kubelets run -job-image")
-	fs.StringVar(&c.listen, "listen", "", "serve the probes (/readyz, /healthz), the metrics (/metrics) and each workspace's history (/history/{kind}/{key}, JSON) on this address while the scenario runs, for example 127.0.0.1:8080")
+	fs.StringVar(&c.listen, "listen", "", "serve the probes (/readyz, /healthz), the metrics (/metrics), each workspace's history (/history/{kind}/{key}, JSON) and the web console (/console/) on this address while the scenario runs, for example 127.0.0.1:8080")
+	fs.BoolVar(&c.ops.consoleActions, "console-actions", false, "with -listen, let the console act on workspaces (pause, resume, retry, skip, move, request, remove a finalizer) for anyone who reaches the address; without it the console is read-only")
 	fs.DurationVar(&c.ops.summaryEvery, "summary-every", time.Second, "how often to print the summary line (workspaces per phase, failures) when it changed")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -112,6 +115,9 @@ func parseFlags(args []string, stderr io.Writer) (cli, error) {
 	}
 	if c.ops.summaryEvery <= 0 {
 		return c, fmt.Errorf("-summary-every %v is not positive", c.ops.summaryEvery)
+	}
+	if c.ops.consoleActions && c.listen == "" {
+		return c, errors.New("-console-actions needs -listen")
 	}
 	return c, nil
 }

@@ -21,6 +21,10 @@ type ops struct {
 	listener net.Listener
 	// registry receives the metrics served; nil means none.
 	registry *prometheus.Registry
+	// consoleActions lets the web console the listener serves under
+	// /console/ act on workspaces (-console-actions); without it the
+	// console is read-only.
+	consoleActions bool
 	// summaryEvery is how often the summary line is looked at, and
 	// printed when it changed. Zero means a second.
 	summaryEvery time.Duration

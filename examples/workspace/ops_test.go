@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -28,7 +29,10 @@ func TestListenFlag(t *testing.T) {
 	if c, err := parseFlags(nil, io.Discard); err != nil || c.listen != "" || c.ops.summaryEvery != time.Second {
 		t.Fatalf("defaults: %+v, %v; want no -listen and a summary every second", c, err)
 	}
-	for _, args := range [][]string{{"-listen"}, {"-summary-every", "0s"}, {"extra"}} {
+	if c, err := parseFlags([]string{"-listen", "127.0.0.1:0", "-console-actions"}, io.Discard); err != nil || !c.ops.consoleActions {
+		t.Errorf("-console-actions: %+v, %v", c.ops, err)
+	}
+	for _, args := range [][]string{{"-listen"}, {"-summary-every", "0s"}, {"extra"}, {"-console-actions"}} {
 		if _, err := parseFlags(args, io.Discard); err == nil {
 			t.Errorf("%q: no error", args)
 		}
@@ -60,13 +64,14 @@ func (s *syncBuffer) String() string {
 }
 
 // TestListen plays the scenario with -listen and asks, while it runs, for
-// the probes, the metrics and alice's history.
+// the probes, the metrics, alice's history and the console, whose actions
+// it grants.
 func TestListen(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := ops{listener: ln, registry: prometheus.NewRegistry(), summaryEvery: 50 * time.Millisecond}
+	o := ops{listener: ln, registry: prometheus.NewRegistry(), summaryEvery: 50 * time.Millisecond, consoleActions: true}
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
 	var out syncBuffer
@@ -83,6 +88,20 @@ func TestListen(t *testing.T) {
 	if code, body := listentest.Get(base, "/metrics"); code != http.StatusOK || !strings.Contains(body, "tend_history_entries_written_total") ||
 		!strings.Contains(body, "tend_phase_transitions_total") {
 		t.Errorf("/metrics: %d, without the history's or the phase series", code)
+	}
+	if page, ok := listentest.ConsoleLists(base, "Workspace", "alice", 30*time.Second); !ok {
+		t.Errorf("the console does not list alice:\n%s", page)
+	}
+	// The actions are granted, behind the session token: an action the
+	// console does not know passes the token and the grant, and no
+	// action passes without the token. (Neither changes alice, whom the
+	// scenario drives meanwhile.)
+	alice := "/console/kinds/Workspace/objects/alice"
+	if code, body := listentest.ConsoleAct(base, alice, url.Values{"action": {"explode"}}); code != http.StatusBadRequest || !strings.Contains(body, "unknown action") {
+		t.Errorf("an unknown action through the console: %d %s", code, body)
+	}
+	if code, body := listentest.Post(base, alice, url.Values{"action": {"pause"}}); code != http.StatusForbidden || !strings.Contains(body, "token") {
+		t.Errorf("a pause without the session token: %d %s", code, body)
 	}
 	if err := <-done; err != nil {
 		t.Fatalf("scenario: %v\n%s", err, out.String())

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/tendhq/tend/backends/memory"
+	"github.com/tendhq/tend/console"
 	"github.com/tendhq/tend/controller"
 	"github.com/tendhq/tend/examples/workspace/dataplane"
 	"github.com/tendhq/tend/examples/workspace/gc"
@@ -22,6 +23,7 @@ import (
 	"github.com/tendhq/tend/examples/workspace/objstore"
 	"github.com/tendhq/tend/examples/workspace/storagejob"
 	"github.com/tendhq/tend/history"
+	"github.com/tendhq/tend/operator"
 	"github.com/tendhq/tend/store"
 )
 
@@ -180,13 +182,21 @@ func run(ctx context.Context, dir string, a archives, o ops, out io.Writer) erro
 // play runs the scenario's controller, board and summary in w until the
 // scenario ends, and what o asks for.
 func play(ctx context.Context, w world, objects objstore.Store, o ops, out io.Writer) error {
-	mem, err := memory.New(memory.Config{Kinds: []string{dataplane.Kind, history.Kind(dataplane.Kind)}})
+	mem, err := memory.New(memory.Config{Kinds: append([]string{dataplane.Kind, history.Kind(dataplane.Kind)}, operator.Kinds()...)})
 	if err != nil {
 		return err
 	}
 	var rec *history.Recorder // nil: no history
+	var con *console.Console
 	if o.listener != nil {
 		if rec, err = history.NewRecorder(mem, history.RecorderConfig{MetricsRegisterer: o.registerer()}); err != nil {
+			return err
+		}
+		cfg := console.Config{Store: mem, Prefix: "/console/", Actor: func(*http.Request) string { return "demo-operator" }}
+		if o.consoleActions {
+			cfg.Authorize = func(*http.Request, console.Action) error { return nil }
+		}
+		if con, err = console.New(cfg); err != nil {
 			return err
 		}
 	}
@@ -208,13 +218,14 @@ func play(ctx context.Context, w world, objects objstore.Store, o ops, out io.Wr
 	g.Go(func() error { return b.summarize(gctx, ctrl.Collection(), cmp.Or(o.summaryEvery, time.Second)) })
 	if o.listener != nil {
 		g.Go(func() error { return rec.Run(gctx) })
-		hc := controller.HandlerConfig{History: history.NewReader(mem)}
+		hc := controller.HandlerConfig{History: history.NewReader(mem), Fallback: con}
 		if o.registry != nil {
 			hc.Gatherer = o.registry
 		}
 		g.Go(func() error { return mgr.ServeListener(gctx, o.listener, hc) })
 		b.say("serving probes, metrics and history on http://%s (/readyz, /healthz, /metrics, /history/%s/alice)",
 			o.listener.Addr(), dataplane.Kind)
+		b.say("the console: http://%s/console/", o.listener.Addr())
 	}
 	err = scenario(gctx, b, ctrl, w, objects)
 	stop()

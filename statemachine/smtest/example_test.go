@@ -24,7 +24,7 @@ func (l *lamp) Observe(time.Time) []statemachine.Observation {
 
 func (l *lamp) Check(string, statemachine.Status[string, string]) error { return nil }
 
-func (l *lamp) Settled(intent string, _ statemachine.Status[string, string]) error {
+func (l *lamp) Matches(intent string, _ statemachine.Status[string, string]) error {
 	if l.on != (intent == "On") {
 		return fmt.Errorf("lamp on=%v, intent %s", l.on, intent)
 	}

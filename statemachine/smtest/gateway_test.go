@@ -197,7 +197,7 @@ func (w *gatewayWorld) Check(state, sm.Status[state, phase]) error {
 	return errors.Join(errs...)
 }
 
-func (w *gatewayWorld) Settled(intent state, st sm.Status[state, phase]) error {
+func (w *gatewayWorld) Matches(intent state, st sm.Status[state, phase]) error {
 	switch intent {
 	case running, restarting:
 		if !w.deployment || !w.service || !w.routes {

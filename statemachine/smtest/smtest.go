@@ -25,9 +25,9 @@ type World[S, P comparable] interface {
 	// Check returns an error when an invariant of the world is broken. It is
 	// called after every action with the current intent and persisted status.
 	Check(intent S, st statemachine.Status[S, P]) error
-	// Settled returns an error when the world does not match intent. It is
+	// Matches returns an error when the world does not match intent. It is
 	// called at quiescence, once the machine reports intent settled.
-	Settled(intent S, st statemachine.Status[S, P]) error
+	Matches(intent S, st statemachine.Status[S, P]) error
 }
 
 // Config configures [Check] and [Run].
@@ -374,7 +374,7 @@ func (h *harness[S, P]) check(after string) {
 		h.t.Fatalf("after %s: invariant broken in (%v, %v): %v", after, h.intent, h.persisted.Phase, err)
 	}
 	if d.Action == statemachine.Nothing {
-		if err := h.world.Settled(h.intent, h.persisted); err != nil {
+		if err := h.world.Matches(h.intent, h.persisted); err != nil {
 			h.t.Fatalf("after %s: machine settled (%v, %v) but the world does not match: %v", after, h.intent, h.persisted.Phase, err)
 		}
 	}

@@ -154,7 +154,7 @@ func sameDoc(got, want store.Document) string {
 		return fmt.Sprintf("finalizers %q, want %q", g.Finalizers, w.Finalizers)
 	case !slices.Equal(g.Owners, w.Owners):
 		return fmt.Sprintf("owners %+v, want %+v", g.Owners, w.Owners)
-	case !equalLabels(g.Labels, w.Labels):
+	case !maps.Equal(g.Labels, w.Labels):
 		return fmt.Sprintf("labels %v, want %v", g.Labels, w.Labels)
 	case string(got.Spec) != string(want.Spec):
 		return fmt.Sprintf("spec %q, want %q", got.Spec, want.Spec)
@@ -162,18 +162,6 @@ func sameDoc(got, want store.Document) string {
 		return fmt.Sprintf("status %q, want %q", got.Status, want.Status)
 	}
 	return ""
-}
-
-func equalLabels(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 // expectStored checks that the backend holds want under its key.

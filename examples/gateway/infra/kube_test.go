@@ -3,6 +3,7 @@ package infra_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -104,7 +105,7 @@ func TestKube(t *testing.T) {
 			t.Fatalf("apply %v again: %v", r.Ref, err)
 		}
 		o, err := k.Get(ctx, r.Ref)
-		if err != nil || o.Ref != r.Ref || o.Labels[platform.LabelGateway] != ns || !mapsEqual(o.Data, r.Data) || o.Terminating {
+		if err != nil || o.Ref != r.Ref || o.Labels[platform.LabelGateway] != ns || !maps.Equal(o.Data, r.Data) || o.Terminating {
 			t.Fatalf("get %v: %+v, %v", r.Ref, o, err)
 		}
 	}
@@ -152,18 +153,6 @@ func TestKube(t *testing.T) {
 			t.Fatalf("get %v after delete: %v", r.Ref, err)
 		}
 	}
-}
-
-func mapsEqual(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 // TestKubeTerminating: a Namespace being deleted is reported Terminating,

@@ -66,7 +66,7 @@ func gatewayHarness(t testing.TB) drivertest.Config[GatewaySpec, GatewayStatus, 
 					}
 					return err
 				},
-				Settled: func(ctx context.Context, gw *Gateway) error { return matches(sim, gw) },
+				Matches: func(ctx context.Context, gw *Gateway) error { return matches(sim, gw) },
 			}, nil
 		},
 		// As SetGatewayState: Restarting comes with a new restart token.

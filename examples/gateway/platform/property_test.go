@@ -149,7 +149,7 @@ func (w *gatewayWorld) Check(GatewayState, sm.Status[GatewayState, GatewayPhase]
 	return CheckOrder(w.sim.Ops())
 }
 
-func (w *gatewayWorld) Settled(intent GatewayState, _ sm.Status[GatewayState, GatewayPhase]) error {
+func (w *gatewayWorld) Matches(intent GatewayState, _ sm.Status[GatewayState, GatewayPhase]) error {
 	have := w.resources()
 	instance := append(routeRefs(w.id), deploymentRef(w.id), serviceRef(w.id))
 	switch intent {
@@ -260,7 +260,7 @@ func (w *domainWorld) Check(DomainState, sm.Status[DomainState, DomainPhase]) er
 	return nil
 }
 
-func (w *domainWorld) Settled(intent DomainState, _ sm.Status[DomainState, DomainPhase]) error {
+func (w *domainWorld) Matches(intent DomainState, _ sm.Status[DomainState, DomainPhase]) error {
 	var kinds []string
 	for _, r := range w.sim.Resources() {
 		if r.Kind != infra.Namespace {

@@ -190,7 +190,7 @@ func TestWorkspaceDriverHarness(t *testing.T) {
 			if err != nil {
 				return drivertest.World[Spec, Status]{}, err
 			}
-			return drivertest.World[Spec, Status]{Driver: c.driverConfig, Invariant: cl.invariant, Settled: cl.settled}, nil
+			return drivertest.World[Spec, Status]{Driver: c.driverConfig, Invariant: cl.invariant, Matches: cl.settled}, nil
 		},
 		SetIntent: func(s *Spec, st State) {
 			s.State, s.DeletedAt = st, time.Time{}

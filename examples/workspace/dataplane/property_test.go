@@ -95,7 +95,7 @@ func (w *model) Check(_ dataplane.State, st sm.Status[dataplane.State, dataplane
 	return errors.Join(errs...)
 }
 
-func (w *model) Settled(intent dataplane.State, st sm.Status[dataplane.State, dataplane.Phase]) error {
+func (w *model) Matches(intent dataplane.State, st sm.Status[dataplane.State, dataplane.Phase]) error {
 	want := map[dataplane.State][2]bool{ // container, volume
 		dataplane.StateRunning:  {true, true},
 		dataplane.StateStandby:  {false, true},
