@@ -79,6 +79,7 @@ func parseFlags(args []string, stderr io.Writer) (cli, error) {
 	fs.DurationVar(&opts.MaxBackoff, "max-backoff", 0, "cap the delay before a failed step is retried (default ten polls: 500ms at the default delay; the platform's own default is 2s)")
 	fs.StringVar(&c.listen, "listen", "", "serve the probes (/readyz, /healthz), the metrics (/metrics), each document's history (/history/{kind}/{key}, JSON) and the web console (/console/) on this address while the scenario runs, for example 127.0.0.1:8080")
 	fs.BoolVar(&opts.ConsoleActions, "console-actions", false, "with -listen, let the console act on documents (pause, resume, retry, skip, move, request, remove a finalizer) for anyone who reaches the address; without it the console is read-only")
+	fs.BoolVar(&opts.Stay, "stay", false, "with -listen, keep the controllers running and the address serving after the scenario, until interrupted (Ctrl-C), to look around the console")
 	fs.StringVar(&opts.Kubeconfig, "kubeconfig", "", "run the cluster on the Kubernetes cluster this kubeconfig names (the databases stay simulated)")
 	fs.StringVar(&c.traceFile, "trace-file", "", "write every span (reconciles, steps, observers) as JSON to this file; - for standard output")
 	fs.BoolVar(&c.traceOTLP, "trace-otlp", false, "export every span over OTLP/gRPC to $OTEL_EXPORTER_OTLP_ENDPOINT (default https://localhost:4317)")
@@ -100,6 +101,8 @@ func parseFlags(args []string, stderr io.Writer) (cli, error) {
 		return c, errors.New("-seeds does not go with -listen: each run would register its metrics again")
 	case opts.ConsoleActions && c.listen == "":
 		return c, errors.New("-console-actions needs -listen")
+	case opts.Stay && c.listen == "":
+		return c, errors.New("-stay needs -listen")
 	}
 	return c, checkListen(c.listen)
 }

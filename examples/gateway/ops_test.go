@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -34,6 +35,8 @@ func TestListenFlag(t *testing.T) {
 		{args: []string{"-listen"}, wantErr: "flag needs an argument"},
 		{args: []string{"-console-actions"}, wantErr: "-console-actions needs -listen"},
 		{args: []string{"-listen", "127.0.0.1:0", "-console-actions"}, listen: "127.0.0.1:0"},
+		{args: []string{"-stay"}, wantErr: "-stay needs -listen"},
+		{args: []string{"-listen", "127.0.0.1:0", "-stay"}, listen: "127.0.0.1:0"},
 	} {
 		c, err := parseFlags(tc.args, io.Discard)
 		switch {
@@ -103,6 +106,72 @@ func TestListen(t *testing.T) {
 	if code, _ := listentest.Get(base, "/readyz"); code != 0 {
 		t.Error("still serving after the scenario ended")
 	}
+}
+
+// TestStay plays the scenario with -listen and -stay: once it is done, the
+// console still serves, until the run's context ends.
+func TestStay(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	opts := options{Gateways: 5, Delay: 50 * time.Millisecond, Timeout: time.Minute, Listener: ln, Registerer: reg, Gatherer: reg, Stay: true}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := &lockedBuffer{}
+	type result struct {
+		rep report
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		rep, err := run(ctx, opts, out)
+		done <- result{rep, err}
+	}()
+	deadline := time.Now().Add(time.Minute)
+	for !strings.Contains(out.String(), "scenario done") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the scenario did not say it was done:\n%s", out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond)
+	select {
+	case r := <-done:
+		t.Fatalf("the run ended after the scenario with -stay: %+v %v", r.rep, r.err)
+	default:
+	}
+	base := "http://" + ln.Addr().String()
+	if code, body := listentest.Get(base, "/console/"); code != http.StatusOK {
+		t.Errorf("/console/ after the scenario: %d %s", code, body)
+	}
+	cancel()
+	r := <-done
+	if r.err != nil || !r.rep.Converged {
+		t.Fatalf("scenario: converged %v, %v", r.rep.Converged, r.err)
+	}
+	if code, _ := listentest.Get(base, "/readyz"); code != 0 {
+		t.Error("still serving after the run's context ended")
+	}
+}
+
+// lockedBuffer is a buffer a run writes to while a test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func TestSummary(t *testing.T) {

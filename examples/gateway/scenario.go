@@ -49,6 +49,10 @@ type options struct {
 	// /console/ act on documents (-console-actions); without it the
 	// console is read-only.
 	ConsoleActions bool
+	// Stay keeps the controllers running and the Listener serving after
+	// the scenario, until ctx is done (-stay): time to look around the
+	// console, and to act there with ConsoleActions.
+	Stay bool
 	// Kubeconfig, when set, runs the cluster on the Kubernetes cluster it
 	// names instead of the simulation; the databases stay simulated. Every
 	// gateway is deleted at the end, so that the run leaves nothing behind.
@@ -169,6 +173,10 @@ func run(ctx context.Context, opts options, out io.Writer) (report, error) {
 
 	teardown := w.kube != nil
 	rep, err := script(ctx, p, w, gm, dm, d, opts.Gateways, teardown)
+	if opts.Stay && opts.Listener != nil && err == nil {
+		d.say("scenario done: the controllers keep running and http://%s/console/ serves until interrupted (Ctrl-C)", opts.Listener.Addr())
+		<-ctx.Done()
+	}
 	stop()
 	wg.Wait()
 	d.draw(context.Background(), "final")
