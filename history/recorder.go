@@ -214,12 +214,34 @@ func (r *Recorder) Run(ctx context.Context) error {
 			r.Flush(last)
 			return nil
 		}
-		r.Flush(ctx)
+		flushCtx, endFlush := graceful(ctx)
+		r.Flush(flushCtx)
+		endFlush()
 		pause.Reset(r.interval)
 		select {
 		case <-ctx.Done():
 		case <-pause.C:
 		}
+	}
+}
+
+// graceful returns a context for a flush begun while ctx runs: it ends
+// shutdownFlushTimeout after ctx does, so that a write in flight when the
+// recorder is stopped completes instead of dropping its entries.
+func graceful(ctx context.Context) (context.Context, context.CancelFunc) {
+	out, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() {
+		grace := time.NewTimer(shutdownFlushTimeout)
+		defer grace.Stop()
+		select {
+		case <-grace.C:
+		case <-out.Done():
+		}
+		cancel()
+	})
+	return out, func() {
+		cancel()
+		stop()
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tendhq/tend/backends/memory"
 	"github.com/tendhq/tend/history"
+	"github.com/tendhq/tend/internal/wait"
 	"github.com/tendhq/tend/store"
 )
 
@@ -255,6 +256,42 @@ func TestAppend(t *testing.T) {
 		}
 		if err := rec.Append(t.Context(), "Unknown", "gw", "", history.Entry{Type: history.Operator}); !errors.Is(err, store.ErrUnknownKind) {
 			t.Fatalf("append to an unconfigured kind: %v, want store.ErrUnknownKind", err)
+		}
+	})
+}
+
+// slow is a store whose history writes take a second, and honour their
+// context like a real store's.
+type slow struct{ store.Backend }
+
+func (s slow) Create(ctx context.Context, doc store.Document) (store.Document, error) {
+	if err := wait.Sleep(ctx, time.Second); err != nil {
+		return store.Document{}, err
+	}
+	return s.Backend.Create(ctx, doc)
+}
+
+// TestStopDuringWrite stops the recorder while it writes: the write in
+// flight completes, and no entry is dropped.
+func TestStopDuringWrite(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := newStore(t)
+		doc := create(t, mem, "gw")
+		rec, err := history.NewRecorder(slow{mem}, history.RecorderConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- rec.Run(ctx) }()
+		rec.Record(kind, "gw", doc.Meta.UID, history.Entry{Type: history.Transition, To: "Started"})
+		time.Sleep(500 * time.Millisecond) // the write is half done
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if got := read(t, mem, "gw"); len(got) != 1 || rec.Dropped(history.DropWriteFailed) != 0 {
+			t.Fatalf("stopped during a write: history %v, %d dropped", got, rec.Dropped(history.DropWriteFailed))
 		}
 	})
 }
