@@ -129,21 +129,49 @@ func (s *Store) SnapshotFile(path string) (err error) {
 	return nil
 }
 
-// restore loads a snapshot into the empty store s.
-func (s *Store) restore(r io.Reader) error {
+// SnapshotKinds returns the kinds of the documents of the snapshot r
+// holds, sorted: the kinds a store must at least be configured with to
+// restore it. A tool that opens a snapshot it did not write reads them
+// first. It fails with ErrBadSnapshot as [New] would on the snapshot's
+// format or checksum.
+func SnapshotKinds(r io.Reader) ([]string, error) {
+	data, err := readSnapshot(r)
+	if err != nil {
+		return nil, err
+	}
+	kinds := make([]string, 0, len(data.Documents))
+	for _, d := range data.Documents {
+		kinds = append(kinds, d.Meta.Kind)
+	}
+	slices.Sort(kinds)
+	return slices.Compact(kinds), nil
+}
+
+// readSnapshot decodes the snapshot r holds and checks its format and
+// checksum.
+func readSnapshot(r io.Reader) (snapshotData, error) {
 	var file snapshotFile
 	if err := json.NewDecoder(r).Decode(&file); err != nil {
-		return fmt.Errorf("%w: %v", ErrBadSnapshot, err)
+		return snapshotData{}, fmt.Errorf("%w: %v", ErrBadSnapshot, err)
 	}
 	if file.Format != snapshotFormat {
-		return fmt.Errorf("%w: format %q, want %q", ErrBadSnapshot, file.Format, snapshotFormat)
+		return snapshotData{}, fmt.Errorf("%w: format %q, want %q", ErrBadSnapshot, file.Format, snapshotFormat)
 	}
 	if sum := sha256.Sum256(file.Data); hex.EncodeToString(sum[:]) != file.SHA256 {
-		return fmt.Errorf("%w: checksum mismatch: the snapshot was altered or truncated", ErrBadSnapshot)
+		return snapshotData{}, fmt.Errorf("%w: checksum mismatch: the snapshot was altered or truncated", ErrBadSnapshot)
 	}
 	var data snapshotData
 	if err := json.Unmarshal(file.Data, &data); err != nil {
-		return fmt.Errorf("%w: %v", ErrBadSnapshot, err)
+		return snapshotData{}, fmt.Errorf("%w: %v", ErrBadSnapshot, err)
+	}
+	return data, nil
+}
+
+// restore loads a snapshot into the empty store s.
+func (s *Store) restore(r io.Reader) error {
+	data, err := readSnapshot(r)
+	if err != nil {
+		return err
 	}
 	if data.Revision < 0 {
 		return fmt.Errorf("%w: negative revision %d", ErrBadSnapshot, data.Revision)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -216,5 +217,20 @@ func TestSnapshotCorrupted(t *testing.T) {
 				t.Fatalf("got %v, want ErrBadSnapshot mentioning %s", err, tt.want)
 			}
 		})
+	}
+}
+
+func TestSnapshotKinds(t *testing.T) {
+	got, err := memory.SnapshotKinds(bytes.NewReader(snapshot(t, populated(t))))
+	if err != nil || !slices.Equal(got, []string{"Gadget", "Widget"}) {
+		t.Fatalf("kinds of a snapshot: %v %v", got, err)
+	}
+	empty, _ := memory.New(memory.Config{Kinds: kinds})
+	if got, err := memory.SnapshotKinds(bytes.NewReader(snapshot(t, empty))); err != nil || len(got) != 0 {
+		t.Fatalf("kinds of an empty snapshot: %v %v", got, err)
+	}
+	good := string(snapshot(t, populated(t)))
+	if _, err := memory.SnapshotKinds(strings.NewReader(strings.Replace(good, `"team/b"`, `"team/x"`, 1))); !errors.Is(err, memory.ErrBadSnapshot) {
+		t.Fatalf("kinds of an altered snapshot: %v", err)
 	}
 }

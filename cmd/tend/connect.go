@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/url"
 	"os"
@@ -155,7 +154,7 @@ func openMemory(path string) (*opener, error) {
 	if err != nil {
 		return nil, err
 	}
-	kinds, err := snapshotKinds(data)
+	kinds, err := memory.SnapshotKinds(bytes.NewReader(data))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -171,30 +170,6 @@ func openMemory(path string) (*opener, error) {
 		save:  func(b store.Backend) error { return b.(*memory.Store).SnapshotFile(path) },
 		close: func() {},
 	}, nil
-}
-
-// snapshotKinds returns the kinds of the documents of a memory snapshot,
-// which the store must be configured with to restore it. (memory.New
-// checks the snapshot as a whole.)
-func snapshotKinds(data []byte) ([]string, error) {
-	var file struct {
-		Data struct {
-			Documents []struct {
-				Meta struct {
-					Kind string `json:"kind"`
-				} `json:"meta"`
-			} `json:"documents"`
-		} `json:"data"`
-	}
-	if err := json.Unmarshal(data, &file); err != nil {
-		return nil, fmt.Errorf("%w: %v", memory.ErrBadSnapshot, err)
-	}
-	var kinds []string
-	for _, d := range file.Data.Documents {
-		kinds = append(kinds, d.Meta.Kind)
-	}
-	slices.Sort(kinds)
-	return slices.Compact(kinds), nil
 }
 
 // openPostgres connects to PostgreSQL. The query parameter schema names the
