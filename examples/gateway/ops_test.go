@@ -125,6 +125,7 @@ func TestStay(t *testing.T) {
 		err error
 	}
 	done := make(chan result, 1)
+	start := time.Now()
 	go func() {
 		rep, err := run(ctx, opts, out)
 		done <- result{rep, err}
@@ -146,6 +147,8 @@ func TestStay(t *testing.T) {
 	if code, body := listentest.Get(base, "/console/"); code != http.StatusOK {
 		t.Errorf("/console/ after the scenario: %d %s", code, body)
 	}
+	stayed := time.Now()
+	time.Sleep(time.Second)
 	cancel()
 	r := <-done
 	if r.err != nil || !r.rep.Converged {
@@ -153,6 +156,9 @@ func TestStay(t *testing.T) {
 	}
 	if code, _ := listentest.Get(base, "/readyz"); code != 0 {
 		t.Error("still serving after the run's context ended")
+	}
+	if r.rep.Elapsed > stayed.Sub(start) {
+		t.Errorf("the time to converge, %v, counts the time spent staying", r.rep.Elapsed)
 	}
 }
 

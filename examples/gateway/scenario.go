@@ -173,6 +173,7 @@ func run(ctx context.Context, opts options, out io.Writer) (report, error) {
 
 	teardown := w.kube != nil
 	rep, err := script(ctx, p, w, gm, dm, d, opts.Gateways, teardown)
+	elapsed := time.Since(d.start)
 	if opts.Stay && opts.Listener != nil && err == nil {
 		d.say("scenario done: the controllers keep running and http://%s/console/ serves until interrupted (Ctrl-C)", opts.Listener.Addr())
 		<-ctx.Done()
@@ -180,8 +181,8 @@ func run(ctx context.Context, opts options, out io.Writer) (report, error) {
 	stop()
 	wg.Wait()
 	d.draw(context.Background(), "final")
-	rep.Elapsed = time.Since(d.start)
-	rep.Breakdown = tl.breakdown(time.Now())
+	rep.Elapsed = elapsed // the scenario's time, not the time spent staying
+	rep.Breakdown = tl.breakdown(d.start.Add(elapsed))
 	runErr = errors.Join(runErr, tlErr, opsErr)
 	stats := p.Stats()
 	rep.Steps, rep.Retried, rep.Injected = stats.Steps, stats.Retried, w.sim.Stats().Failures
