@@ -141,7 +141,11 @@
 // and a driver reads its documents from the cache. Each driver read waits
 // until the cache shows the last write that driver made to the document
 // (expectations.Gate), so a reconcile never acts on a view older than its
-// own writes. A [Controller] run alone does the same for itself.
+// own writes; and before a step runs on a document read from the cache,
+// the driver reads the store once to check that it still holds that
+// revision, since the cache may not yet show another replica's writes
+// (the replica that led before this one): a step runs only on what is
+// stored. A [Controller] run alone does the same for itself.
 // [Config.Uncached] opts a controller out: its sources watch on their own
 // and its reconciler reads the store.
 //

@@ -12,6 +12,7 @@ const (
 	DefectCheckpointDropped = defectCheckpointDropped
 	DefectIDUnstored        = defectIDUnstored
 	DefectNoGate            = defectNoGate
+	DefectUnconfirmed       = defectUnconfirmed
 
 	DefectPauseIgnored = defectPauseIgnored
 	DefectCommandLost  = defectCommandLost

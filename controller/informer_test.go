@@ -2,7 +2,9 @@ package controller_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -11,6 +13,7 @@ import (
 	"github.com/tendhq/tend/backends/memory"
 	"github.com/tendhq/tend/controller"
 	"github.com/tendhq/tend/informer"
+	sm "github.com/tendhq/tend/statemachine"
 	"github.com/tendhq/tend/store"
 )
 
@@ -219,6 +222,82 @@ func TestDriverCacheReadsYourWrites(t *testing.T) {
 	}
 }
 
+// A step runs only on a revision the store still holds: a driver whose
+// cache has not seen another replica's writes (the replica that led before
+// it) reads the store before running a step, and decides on what is stored
+// instead of running again the steps the other replica did. Planting the
+// defect that skips the check makes it repeat them.
+func TestDriverConfirmsTheCacheBeforeAStep(t *testing.T) {
+	for _, planted := range []bool{false, true} {
+		t.Run(fmt.Sprintf("check removed=%v", planted), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				o := newObserved(t, "ApiGateway")
+				fx := newGWFixtureOn(t, o.Store, o)
+				f, err := informer.NewFactory(o, informer.FactoryConfig{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				cfg := fx.config()
+				if planted {
+					cfg = controller.Planted(cfg, controller.DefectUnconfirmed)
+				}
+				cached := fx.driver(t, cfg)
+				cached.UseCache(f)
+				fx.create(t, "gw", gwRunning)
+				stop := runFactory(t, f)
+				defer stop()
+				synctest.Wait()
+
+				// The cached driver does the first step and fails the
+				// second once: its checkpoint is stored, and its cache shows it.
+				failed := false
+				fx.world.hook = func(r stepRun) (sm.Outcome, error) {
+					if r.step == "create_database" && !failed {
+						failed = true
+						return sm.Failed, errors.New("database server busy")
+					}
+					return 0, nil
+				}
+				_, _ = cached.Reconcile(t.Context(), "gw") // fails, to be retried
+				if op := fx.get(t, "gw").Status.Operation; op == nil || op.Attempts != 1 {
+					t.Fatalf("after the failed step: operation %+v, want one failed attempt", op)
+				}
+				synctest.Wait()
+
+				o.hold()                // the cache sees nothing of what the other replica writes
+				time.Sleep(time.Second) // past the failed step's backoff
+				other := fx.driver(t, fx.config())
+				if _, err := other.Reconcile(t.Context(), "gw"); err != nil {
+					t.Fatal(err)
+				}
+				done := slices.Clone(fx.world.stepsRun("gw"))
+				_, err = cached.Reconcile(t.Context(), "gw")
+				o.release()
+				synctest.Wait()
+				var repeated []string
+				for _, s := range fx.world.stepsRun("gw")[len(done):] {
+					if slices.Contains(done, s) {
+						repeated = append(repeated, s)
+					}
+				}
+				if planted {
+					if len(repeated) == 0 {
+						t.Fatalf("without the check no step ran again: the test cannot see the check (steps %q, done %q, err %v)", fx.world.stepsRun("gw"), done, err)
+					}
+					t.Logf("without the check, ran again: %q (reconcile error: %v)", repeated, err)
+					return
+				}
+				if err != nil {
+					t.Errorf("reconcile on a stale cache: %v", err)
+				}
+				if len(repeated) > 0 {
+					t.Errorf("steps the other replica did ran again on a stale cache: %q (done: %q)", repeated, done)
+				}
+			})
+		})
+	}
+}
+
 // Five controllers following one kind under a Manager open one watch of
 // the store, whether the Manager makes the informer factory or is given
 // one; uncached, each opens its own.
@@ -330,8 +409,11 @@ func TestDriverReadsTheCacheByDefault(t *testing.T) {
 				}
 				t.Logf("%d store reads", reads)
 				switch {
-				case !uncached && reads > 0:
-					t.Errorf("%d store reads by the driver, want none: it reads the cache", reads)
+				case !uncached && reads > 1:
+					// The one read: before the reconcile's first step, the
+					// driver checks that the store holds the revision it
+					// read from the cache.
+					t.Errorf("%d store reads by the driver, want one: it reads the cache", reads)
 				case uncached && reads == 0:
 					t.Error("no store read by an uncached driver")
 				}

@@ -231,6 +231,9 @@ const (
 	// defectNoGate reads the informer's cache without waiting for it to
 	// show the driver's own writes.
 	defectNoGate
+	// defectUnconfirmed runs a step on a document read from the cache
+	// without checking that the store still holds that revision.
+	defectUnconfirmed
 	// defectPauseIgnored drives a paused document as if it were not.
 	defectPauseIgnored
 	// defectCommandLost removes operator commands from status without
@@ -621,7 +624,8 @@ func (d *phaseDriver[Spec, Status, S, P]) reconcile(ctx context.Context, key str
 				}
 				return Result{}, err
 			}
-			w = unwritten[Status, S, P]{stored: d.machineStatus(obj), status: obj.Status}
+			w = unwritten[Status, S, P]{stored: d.machineStatus(obj), status: obj.Status,
+				cached: conflicts == 0 && d.cache.Load() != nil}
 		}
 		pctx, plog, sc := d.redacting(ctx, log, obj)
 		next, p, res, err := d.pass(pctx, plog, obj, &w)
@@ -666,6 +670,11 @@ type unwritten[Status any, S, P comparable] struct {
 
 	moves  []move[S, P] // the changes decided since the last write, reported once written
 	atMove int          // how many of moves the step's outcome ends
+
+	// cached is set while the document was read from the cache and no
+	// write has confirmed it since: a step does not run on it before the
+	// store does (see confirm).
+	cached bool
 }
 
 // move is one decision's change of the machine's status, reported (logged,
@@ -854,6 +863,12 @@ func (d *phaseDriver[Spec, Status, S, P]) pass(ctx context.Context, log *zap.Log
 				return written, p, Result{}, err
 			}
 			obj = written
+		}
+		if w.cached {
+			if err := d.confirm(ctx, obj); err != nil {
+				return nil, passReread, Result{}, err
+			}
+			w.cached = false
 		}
 		if w.encoded == nil {
 			stored := *obj

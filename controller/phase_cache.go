@@ -102,3 +102,24 @@ func (d *phaseDriver[Spec, Status, S, P]) read(ctx context.Context, key string, 
 	// The cache's document is shared: the reconcile gets a copy of its own.
 	return d.c.Decode(doc.Clone())
 }
+
+// confirm checks, before a step runs on obj read from the cache, that the
+// store holds obj's revision: a cache that has not seen another replica's
+// last write (one that led before this one, or a write during a
+// partition) would run the step on a status that is no longer stored, and
+// its outcome could not be recorded over the newer one. A different
+// revision is a conflict: the reconcile reads the store and decides again.
+func (d *phaseDriver[Spec, Status, S, P]) confirm(ctx context.Context, obj *store.Object[Spec, Status]) error {
+	if d.defects&defectUnconfirmed != 0 {
+		return nil
+	}
+	doc, err := d.c.Backend().Get(ctx, d.c.Kind(), obj.Key)
+	if err != nil {
+		return err
+	}
+	if doc.Meta.Revision != obj.Revision {
+		return &store.Error{Op: "get", Kind: d.c.Kind(), Key: obj.Key,
+			Err: fmt.Errorf("%w: the cache is behind the store (revision %d, stored %d)", store.ErrConflict, obj.Revision, doc.Meta.Revision)}
+	}
+	return nil
+}
