@@ -150,6 +150,30 @@ func runFactory(t *testing.T, f *informer.Factory) func() {
 	}
 }
 
+// cachedGateway returns a store under observation, a fixture on it, and a
+// driver reading the store's cache, with defect planted when planted is
+// set, once the cache shows a gateway gw created with intent Running. It
+// runs in t's synctest bubble; the cache stops with t.
+func cachedGateway(t *testing.T, planted bool, defect controller.Defect) (*observed, *gwFixture, *controller.Driver[gwSpec, gwStatus]) {
+	t.Helper()
+	o := newObserved(t, "ApiGateway")
+	fx := newGWFixtureOn(t, o.Store, o)
+	f, err := informer.NewFactory(o, informer.FactoryConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := fx.config()
+	if planted {
+		cfg = controller.Planted(cfg, defect)
+	}
+	d := fx.driver(t, cfg)
+	d.UseCache(f)
+	fx.create(t, "gw", gwRunning)
+	t.Cleanup(runFactory(t, f))
+	synctest.Wait()
+	return o, fx, d
+}
+
 // A driver that reads from a cache reconciles again before the cache shows
 // its last write: the read-your-writes gate makes the read wait, so the
 // driver never writes from a view older than its own writes. Planting the
@@ -158,22 +182,7 @@ func TestDriverCacheReadsYourWrites(t *testing.T) {
 	for _, planted := range []bool{false, true} {
 		t.Run(fmt.Sprintf("gate removed=%v", planted), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				o := newObserved(t, "ApiGateway")
-				fx := newGWFixtureOn(t, o.Store, o)
-				f, err := informer.NewFactory(o, informer.FactoryConfig{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				cfg := fx.config()
-				if planted {
-					cfg = controller.Planted(cfg, controller.DefectNoGate)
-				}
-				d := fx.driver(t, cfg)
-				d.UseCache(f)
-				fx.create(t, "gw", gwRunning)
-				stop := runFactory(t, f)
-				defer stop()
-				synctest.Wait()
+				o, fx, d := cachedGateway(t, planted, controller.DefectNoGate)
 
 				o.hold() // the cache sees none of the driver's writes for now
 				if _, err := d.Reconcile(t.Context(), "gw"); err != nil {
@@ -190,7 +199,7 @@ func TestDriverCacheReadsYourWrites(t *testing.T) {
 				synctest.Wait()
 				o.release()
 				synctest.Wait()
-				err = <-done
+				err := <-done
 				stale := o.staleWrites()
 				if planted {
 					if len(stale) == 0 {
@@ -231,22 +240,7 @@ func TestDriverConfirmsTheCacheBeforeAStep(t *testing.T) {
 	for _, planted := range []bool{false, true} {
 		t.Run(fmt.Sprintf("check removed=%v", planted), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				o := newObserved(t, "ApiGateway")
-				fx := newGWFixtureOn(t, o.Store, o)
-				f, err := informer.NewFactory(o, informer.FactoryConfig{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				cfg := fx.config()
-				if planted {
-					cfg = controller.Planted(cfg, controller.DefectUnconfirmed)
-				}
-				cached := fx.driver(t, cfg)
-				cached.UseCache(f)
-				fx.create(t, "gw", gwRunning)
-				stop := runFactory(t, f)
-				defer stop()
-				synctest.Wait()
+				o, fx, cached := cachedGateway(t, planted, controller.DefectUnconfirmed)
 
 				// The cached driver does the first step and fails the
 				// second once: its checkpoint is stored, and its cache shows it.
@@ -271,7 +265,7 @@ func TestDriverConfirmsTheCacheBeforeAStep(t *testing.T) {
 					t.Fatal(err)
 				}
 				done := slices.Clone(fx.world.stepsRun("gw"))
-				_, err = cached.Reconcile(t.Context(), "gw")
+				_, err := cached.Reconcile(t.Context(), "gw")
 				o.release()
 				synctest.Wait()
 				var repeated []string
