@@ -83,6 +83,17 @@ func operatorFixture(t *testing.T) (*gwFixture, *history.Recorder) {
 	return f, rec
 }
 
+// operatorConfig returns the fixture's driver configuration recording
+// history in rec, with defects planted.
+func operatorConfig(f *gwFixture, rec *history.Recorder, defects ...controller.Defect) controller.DriverConfig[gwSpec, gwStatus] {
+	cfg := f.config()
+	cfg.History = rec
+	for _, d := range defects {
+		cfg = controller.Planted(cfg, d)
+	}
+	return cfg
+}
+
 // operatorEntries flushes rec and returns the operator entries of the
 // history of the document under key.
 func operatorEntries(t *testing.T, f *gwFixture, rec *history.Recorder, key string) []history.Entry {
@@ -110,13 +121,9 @@ func pauseScenario(t *testing.T, defects ...controller.Defect) []string {
 			}
 			return 0, nil
 		}
-		cfg := f.config()
-		cfg.History = rec
+		cfg := operatorConfig(f, rec, defects...)
 		reg := prometheus.NewRegistry()
 		cfg.MetricsRegisterer = reg
-		for _, d := range defects {
-			cfg = controller.Planted(cfg, d)
-		}
 		stop := running(t, f.driver(t, cfg), nil, nil)
 		defer stop()
 		f.create(t, "gw", gwRunning)
@@ -187,13 +194,9 @@ func retryScenario(t *testing.T, defects ...controller.Defect) []string {
 		f, rec := operatorFixture(t)
 		c := &calls{start: time.Now()}
 		failing(f, "create_database", errors.New("quota exceeded"), c, func() {})
-		cfg := f.config()
-		cfg.History = rec
+		cfg := operatorConfig(f, rec, defects...)
 		reg := prometheus.NewRegistry()
 		cfg.MetricsRegisterer = reg
-		for _, d := range defects {
-			cfg = controller.Planted(cfg, d)
-		}
 		stop := running(t, f.driver(t, cfg), nil, nil)
 		defer stop()
 		f.create(t, "gw", gwRunning)
@@ -295,8 +298,7 @@ func faulted(t *testing.T) (*gwFixture, *history.Recorder, func() int, string) {
 	t.Helper()
 	f, rec := operatorFixture(t)
 	calls := failInFault(f, "create_database")
-	cfg := f.config()
-	cfg.History = rec
+	cfg := operatorConfig(f, rec)
 	stop := running(t, f.driver(t, cfg), nil, nil)
 	t.Cleanup(stop)
 	f.create(t, "gw", gwRunning)
@@ -388,8 +390,7 @@ func TestMoveOutOfFault(t *testing.T) {
 func TestRequestCommandServedOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f, rec := operatorFixture(t)
-		cfg := f.config()
-		cfg.History = rec
+		cfg := operatorConfig(f, rec)
 		stop := running(t, f.driver(t, cfg), nil, nil)
 		defer stop()
 		f.create(t, "gw", gwRunning)
@@ -445,8 +446,7 @@ func TestRequestCommandAcrossCrash(t *testing.T) {
 	if st := f.get(t, "gw").Status; st.Phase != phStopping || len(st.Commands) != 1 {
 		t.Fatalf("status %+v after the crash, want Stopping with the command kept", st.Status)
 	}
-	cfg := f.config()
-	cfg.History = rec
+	cfg := operatorConfig(f, rec)
 	settle(t, f.driver(t, cfg), "gw") // a new process
 	st := f.get(t, "gw").Status
 	if st.Phase != phStarted || len(st.Commands) != 0 || len(st.Requests) != 0 {
@@ -503,12 +503,8 @@ func TestPausedBeforeTheFirstReconcile(t *testing.T) {
 func commandScenario(t *testing.T, rt *rapid.T, defects ...controller.Defect) []string {
 	var p problems
 	f, rec := operatorFixture(t)
-	cfg := f.config()
-	cfg.History = rec
+	cfg := operatorConfig(f, rec, defects...)
 	cfg.Backoff = workqueue.BackoffFunc(func(int) time.Duration { return 0 })
-	for _, d := range defects {
-		cfg = controller.Planted(cfg, d)
-	}
 	// Every choice is drawn up front: a draw inside a step would panic
 	// through the driver's recovery of a step's panic.
 	plan := rapid.SliceOfN(rapid.IntRange(0, 99), 0, 300).Draw(rt, "plan")
