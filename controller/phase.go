@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -541,6 +542,7 @@ type phaseDriver[Spec HasIntent[S], Status any, S, P comparable] struct {
 	history   *driverHistory       // nil when history is off
 	defects   defect               // planted by tests only
 	cached                         // the cache the driver reads, when it reads one
+	moveBufs  sync.Pool            // *[]move[S, P]: the moves of reconciles ended, for the next ones
 
 	echoes // the driver's own writes, which its source does not queue
 }
@@ -611,6 +613,18 @@ func (d *phaseDriver[Spec, Status, S, P]) reconcile(ctx context.Context, key str
 		obj *store.Object[Spec, Status]
 		w   unwritten[Status, S, P]
 	)
+	// The moves a reconcile decides are reported once written; the list
+	// that holds them meanwhile is reused from reconcile to reconcile.
+	moves, _ := d.moveBufs.Get().(*[]move[S, P])
+	if moves == nil {
+		moves = new([]move[S, P])
+	}
+	defer func() {
+		*moves = w.moves[:0]
+		clear((*moves)[:cap(*moves)])
+		d.moveBufs.Put(moves)
+	}()
+	w.moves = *moves
 	conflicts := 0
 	for range maxPasses {
 		if obj == nil {
@@ -625,7 +639,7 @@ func (d *phaseDriver[Spec, Status, S, P]) reconcile(ctx context.Context, key str
 				return Result{}, err
 			}
 			w = unwritten[Status, S, P]{stored: d.machineStatus(obj), status: obj.Status,
-				cached: conflicts == 0 && d.cache.Load() != nil}
+				cached: conflicts == 0 && d.cache.Load() != nil, moves: w.moves[:0]}
 		}
 		pctx, plog, sc := d.redacting(ctx, log, obj)
 		next, p, res, err := d.pass(pctx, plog, obj, &w)

@@ -184,11 +184,12 @@ func (pm *phaseMetrics[S, P]) observe(key string, state S, phase P) {
 	pair := statemachine.Pair[S, P]{State: state, Phase: phase}
 	pm.mu.Lock()
 	prev, ok := pm.pairs[key]
-	pm.pairs[key] = pair
-	pm.mu.Unlock()
 	if ok && prev == pair {
+		pm.mu.Unlock()
 		return
 	}
+	pm.pairs[key] = pair
+	pm.mu.Unlock()
 	if g := pm.documents[prev]; ok && g != nil {
 		g.Dec()
 	}
@@ -256,9 +257,10 @@ func (pm *phaseMetrics[S, P]) paused(key string, paused bool) {
 	}
 	pm.mu.Lock()
 	was := pm.held[key]
-	if paused {
+	switch {
+	case paused && !was:
 		pm.held[key] = true
-	} else {
+	case !paused && was:
 		delete(pm.held, key)
 	}
 	pm.mu.Unlock()

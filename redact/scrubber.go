@@ -24,6 +24,9 @@ func New(values ...any) *Scrubber {
 // Of returns a Scrubber of the secrets given, or nil when none is
 // non-empty.
 func Of(secrets ...string) *Scrubber {
+	if !slices.ContainsFunc(secrets, func(secret string) bool { return secret != "" }) {
+		return nil
+	}
 	s := &Scrubber{}
 	for _, secret := range secrets {
 		if secret != "" {

@@ -431,8 +431,10 @@ func nextStep(steps, done []string) (string, bool) {
 }
 
 // Apply folds a decision and its result into a new status, which the caller
-// persists in one write. It never modifies st. Every decision records the
-// refusal it reports (Status.Refused) or clears it.
+// persists in one write. It never modifies st; like any copy of a Status
+// value, the status returned shares with st the slices and pointers the
+// decision leaves alone. Every decision records the refusal it reports
+// (Status.Refused) or clears it.
 //
 //   - Nothing: adopts d.Intent as Target; records d.Request's tokens as
 //     served when the request is moot or refused in the phase.
@@ -464,7 +466,10 @@ func (m *Machine[S, P]) Apply(st Status[S, P], d Decision[S, P], r Report) (Stat
 	if !ok {
 		return st, &PhaseError[P]{Machine: m.name, Phase: st.Phase, Err: ErrUnknownPhase, Detail: "status phase is not a phase of the machine"}
 	}
-	out := st.clone()
+	// out shares with st what this decision leaves alone; what it changes
+	// in place (the running operation, the requests it serves, the timer
+	// it fires) is copied first.
+	out := st
 	out.Refused = nil
 	if d.Refused != nil {
 		out.Refused = &RefusedIntent[S]{Intent: d.Refused.Intent, Reason: d.Refused.Reason}
@@ -473,6 +478,7 @@ func (m *Machine[S, P]) Apply(st Status[S, P], d Decision[S, P], r Report) (Stat
 	case Nothing:
 		out.Target = d.Intent
 		if d.Request != "" {
+			out.Requests = cloneRequests(out.Requests)
 			out.serve(d.Request, d.Tokens, d.RequestRefused)
 		}
 	case Begin, Abort:
@@ -488,13 +494,16 @@ func (m *Machine[S, P]) Apply(st Status[S, P], d Decision[S, P], r Report) (Stat
 			op.Request, op.Tokens = d.Request, slices.Clone(d.Tokens)
 		}
 		if i := slices.IndexFunc(out.Timers, func(t TimerDue) bool { return t.Name == d.Timer }); d.Timer != "" && i >= 0 {
+			out.Timers = slices.Clone(out.Timers)
 			out.Timers[i].Fired = true
 		}
 	case Run:
-		op := out.Operation
-		if op == nil || op.ID != d.Operation.ID {
+		if out.Operation == nil || out.Operation.ID != d.Operation.ID {
 			return st, fmt.Errorf("%w: step %q of another operation", ErrStaleDecision, d.Step)
 		}
+		cp := out.Operation.clone()
+		op := &cp
+		out.Operation = op
 		if next, ok := nextStep(m.phases[pi].Steps, op.Done); !ok || next != d.Step {
 			return st, fmt.Errorf("%w: step %q is not the next step", ErrStaleDecision, d.Step)
 		}
@@ -528,6 +537,7 @@ func (m *Machine[S, P]) Apply(st Status[S, P], d Decision[S, P], r Report) (Stat
 			return st, fmt.Errorf("%w: completing another operation", ErrStaleDecision)
 		}
 		if op := out.Operation; op.Request != "" {
+			out.Requests = cloneRequests(out.Requests)
 			out.serve(op.Request, op.Tokens, "")
 		}
 		out.Phase = d.Next

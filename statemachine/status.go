@@ -247,11 +247,13 @@ func (s Status[S, P]) Condition(name string) (Condition, bool) {
 	return Condition{}, false
 }
 
-// Observe returns a copy of s with the observations recorded. A condition's
+// Observe returns a copy of s with the observations recorded, sharing with s
+// everything but its conditions. A condition's
 // LastTransition is set to now when it is new or its Status changed; otherwise
 // only its Reason is updated. Conditions stay sorted by name.
 func (s Status[S, P]) Observe(now time.Time, obs ...Observation) Status[S, P] {
-	out := s.clone()
+	out := s // only the conditions change: they are copied, the rest is shared
+	out.Conditions = slices.Grow(slices.Clone(s.Conditions), len(obs))
 	for _, o := range obs {
 		i, found := slices.BinarySearchFunc(out.Conditions, o.Name, func(c Condition, n string) int {
 			switch {
@@ -318,11 +320,7 @@ func equalPtr[T any](a, b *T, eq func(T, T) bool) bool {
 // clone returns a deep copy of s, so folds never share slices with their input.
 func (s Status[S, P]) clone() Status[S, P] {
 	out := s
-	out.Requests = slices.Clone(s.Requests)
-	for i := range out.Requests {
-		out.Requests[i].Tokens = slices.Clone(out.Requests[i].Tokens)
-		out.Requests[i].Served = slices.Clone(out.Requests[i].Served)
-	}
+	out.Requests = cloneRequests(s.Requests)
 	out.Timers = slices.Clone(s.Timers)
 	out.Conditions = slices.Clone(s.Conditions)
 	if s.Operation != nil {
@@ -346,6 +344,16 @@ func (s Status[S, P]) clone() Status[S, P] {
 	return out
 }
 
+// cloneRequests returns a copy of rs that shares no slice with it.
+func cloneRequests(rs []RequestState) []RequestState {
+	rs = slices.Clone(rs)
+	for i := range rs {
+		rs[i].Tokens = slices.Clone(rs[i].Tokens)
+		rs[i].Served = slices.Clone(rs[i].Served)
+	}
+	return rs
+}
+
 func (o Operation[P]) clone() Operation[P] {
 	o.Done = slices.Clone(o.Done)
 	o.Tokens = slices.Clone(o.Tokens)
@@ -353,7 +361,7 @@ func (o Operation[P]) clone() Operation[P] {
 }
 
 // Request returns a copy of s with the tokens the spec carries for request
-// name, oldest first. Served tokens the spec no longer carries are
+// name, oldest first, sharing with s everything but its requests. Served tokens the spec no longer carries are
 // forgotten, so the record stays as small as the spec; a token must
 // therefore never be reused. A controller calls it before each decision.
 func (s Status[S, P]) Request(name string, tokens ...string) Status[S, P] {
@@ -361,7 +369,8 @@ func (s Status[S, P]) Request(name string, tokens ...string) Status[S, P] {
 	if i < 0 && len(tokens) == 0 {
 		return s
 	}
-	out := s.clone()
+	out := s // only the requests change: they are copied, the rest is shared
+	out.Requests = cloneRequests(s.Requests)
 	if i < 0 {
 		out.Requests = append(out.Requests, RequestState{Name: name})
 		slices.SortFunc(out.Requests, func(a, b RequestState) int { return strings.Compare(a.Name, b.Name) })
@@ -376,7 +385,8 @@ func (s Status[S, P]) Request(name string, tokens ...string) Status[S, P] {
 	return out
 }
 
-// Due returns a copy of s with timer name due at at (zero: not due at all).
+// Due returns a copy of s with timer name due at at (zero: not due at all),
+// sharing with s everything but its timers.
 // A controller calls it before each decision for the timers whose due time
 // it computes from the object. A timer fires once per due time: a new time
 // arms it again.
@@ -385,7 +395,8 @@ func (s Status[S, P]) Due(name string, at time.Time) Status[S, P] {
 	if i >= 0 && s.Timers[i].At.Equal(at) || i < 0 && at.IsZero() {
 		return s
 	}
-	out := s.clone()
+	out := s // only the timers change: they are copied, the rest is shared
+	out.Timers = slices.Clone(s.Timers)
 	switch {
 	case at.IsZero():
 		out.Timers = slices.Delete(out.Timers, i, i+1)

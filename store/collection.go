@@ -9,7 +9,10 @@ import (
 )
 
 // Codec turns the user's Spec and Status values into the bytes a backend
-// stores, and back.
+// stores, and back. Marshal is given a pointer to the value to encode (a
+// *Spec or a *Status), as Unmarshal is given one to decode into: a type's
+// pointer-receiver methods (MarshalJSON, MarshalText…) serve both ways, and
+// a large status is not copied to be encoded.
 type Codec interface {
 	Marshal(v any) ([]byte, error)
 	Unmarshal(data []byte, v any) error
@@ -237,12 +240,12 @@ func (c *Collection[Spec, Status]) encode(op string, o *Object[Spec, Status], sp
 	}
 	var err error
 	if spec {
-		if d.Spec, err = c.codec.Marshal(o.Spec); err != nil {
+		if d.Spec, err = c.codec.Marshal(&o.Spec); err != nil {
 			return Document{}, &Error{Op: op, Kind: c.kind, Key: o.Key, Err: fmt.Errorf("%w: encode spec: %w", ErrInvalid, err)}
 		}
 	}
 	if status {
-		if d.Status, err = c.codec.Marshal(o.Status); err != nil {
+		if d.Status, err = c.codec.Marshal(&o.Status); err != nil {
 			return Document{}, &Error{Op: op, Kind: c.kind, Key: o.Key, Err: fmt.Errorf("%w: encode status: %w", ErrInvalid, err)}
 		}
 	}
@@ -275,6 +278,9 @@ func (w *ObjectWatch[Spec, Status]) Next(ctx context.Context) (ObjectEvent[Spec,
 	if err != nil {
 		return ObjectEvent[Spec, Status]{}, err
 	}
+	// The payloads are decoded into values of the caller's own; the
+	// metadata is copied, as the event's may be the backend's.
+	e.Document.Meta = e.Document.Meta.Clone()
 	o, err := w.c.Decode(e.Document)
 	if err != nil {
 		return ObjectEvent[Spec, Status]{}, err

@@ -145,6 +145,10 @@ type Event struct {
 	// stored before a removal made by UpdateSpec, with its last finalizer
 	// still listed).
 	Revision int64
+	// Document is the document as the change left it. It may share memory
+	// with the backend's own copy (the in-memory backend hands every watch
+	// the same immutable document): read it, and Clone it before changing
+	// any part of it.
 	Document Document
 }
 

@@ -7,8 +7,9 @@
 //
 // [New] takes the kinds to hold in [Config]. Each write stores a new
 // immutable version of the document under one lock, bumping one revision
-// counter shared by all kinds, and hands back a copy: changing a returned
-// document, or the document passed in, never changes the store. A write's
+// counter shared by all kinds, and hands back a copy: changing a document
+// a read or a write returns, or the document passed in, never changes the
+// store. A write's
 // copy reuses the parts of the document passed in that equal the stored
 // ones (see [store.Writer]), so a no-op status update allocates nothing.
 // Owner UIDs and label values are indexed, so [Store.List] by owner or by an
@@ -21,8 +22,10 @@
 // # Watches
 //
 // Each kind keeps its last [Config.History] changes in a ring. A watch is a
-// position in that ring: [store.Watch.Next] copies the next change out, or
-// waits on a channel the next write closes. No goroutine serves a watch and
+// position in that ring: [store.Watch.Next] hands out the next change, or
+// waits on a channel the next write closes. An event's document is the
+// stored version itself, shared by every watch and never copied: read it,
+// and Clone it before changing it (see [store.Event]). No goroutine serves a watch and
 // writers never wait for watchers. A watch that leaves more than
 // [Config.WatchBuffer] of the changes made since it began unread fails with
 // [store.ErrWatchLagged] and can resume from its last revision, because the

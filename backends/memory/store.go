@@ -109,7 +109,13 @@ type version struct {
 // as have, and the copy reuses its parts equal to v's; a read passes the
 // zero Document. See [store.Document.CloneReusing].
 func (v *version) document(have store.Document) store.Document {
-	return store.Document{Meta: v.meta, Spec: v.spec, Status: v.status}.CloneReusing(have)
+	return v.shared().CloneReusing(have)
+}
+
+// shared returns v itself as a document: its parts are the store's, never
+// changed once stored, and must not be changed by whoever gets them.
+func (v *version) shared() store.Document {
+	return store.Document{Meta: v.meta, Spec: v.spec, Status: v.status}
 }
 
 // New returns an empty store for cfg.Kinds, or one restored from
@@ -299,6 +305,7 @@ func (s *Store) Create(ctx context.Context, doc store.Document) (store.Document,
 		},
 		spec: c.Spec,
 	}
+	defer k.wake() // after the unlock: a woken watch takes the lock at once
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now, err := s.fenced(ctx, op, m.Kind, m.Key)
@@ -326,6 +333,7 @@ func (s *Store) UpdateSpec(ctx context.Context, doc store.Document) (store.Docum
 	if err := backend.ValidateMeta(m); err != nil {
 		return store.Document{}, &store.Error{Op: op, Kind: m.Kind, Key: m.Key, Err: err}
 	}
+	defer k.wake()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now, err := s.fenced(ctx, op, m.Kind, m.Key)
@@ -364,6 +372,9 @@ func (s *Store) UpdateStatus(ctx context.Context, doc store.Document) (store.Doc
 	if err != nil {
 		return store.Document{}, err
 	}
+	// The new version is made before the lock is taken, so that writers
+	// hold it no longer than the write itself takes.
+	v := &version{status: bytes.Clone(doc.Status)}
 	s.mu.Lock()
 	now, err := s.fenced(ctx, op, m.Kind, m.Key)
 	if err != nil {
@@ -379,12 +390,13 @@ func (s *Store) UpdateStatus(ctx context.Context, doc store.Document) (store.Doc
 		s.mu.Unlock()
 		return cur.document(doc), nil
 	}
-	v := &version{meta: cur.meta, spec: cur.spec, status: bytes.Clone(doc.Status)}
+	v.meta, v.spec = cur.meta, cur.spec
 	s.rev++
 	v.meta.Revision, v.meta.UpdatedAt = s.rev, now
 	k.put(cur, v)
 	k.record(store.Modified, s.rev, v)
 	s.mu.Unlock()
+	k.wake()
 	return v.document(doc), nil
 }
 
@@ -396,6 +408,7 @@ func (s *Store) Delete(ctx context.Context, kindName, key string, opts store.Del
 	if err != nil {
 		return err
 	}
+	defer k.wake()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now, err := s.fenced(ctx, op, kindName, key)

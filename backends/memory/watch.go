@@ -64,16 +64,18 @@ func (l *changeLog) after(rev int64) uint64 {
 	return l.first + uint64(sort.Search(n, func(i int) bool { return l.at(l.first+uint64(i)).rev > rev }))
 }
 
-// record appends a change to the kind's history and wakes its watches. The
-// caller holds s.mu for writing.
+// record appends a change to the kind's history. The caller holds s.mu for
+// writing, and wakes the kind's watches once it has released it.
 func (k *kind) record(typ store.EventType, rev int64, v *version) {
 	if dropped, ok := k.log.push(entry{rev: rev, typ: typ, v: v}); ok {
 		k.compacted = max(k.compacted, dropped)
 	}
-	k.wake()
 }
 
-// wake closes the channel waiting watches hold, if any.
+// wake closes the channel waiting watches hold, if any. A writer calls it
+// after each change it records, once it has released s.mu: a watch takes
+// the channel under s.mu after finding no change, so it is woken by the
+// write of any change it did not find.
 func (k *kind) wake() {
 	k.notifyMu.Lock()
 	if k.notify != nil {
@@ -138,7 +140,8 @@ type watch struct {
 	err  error  // the failure every later Next returns
 }
 
-// Next returns the next change, a copy of its document.
+// Next returns the next change. Its document is the store's own, shared by
+// every watch: it must not be changed (see store.Event.Document).
 func (w *watch) Next(ctx context.Context) (store.Event, error) {
 	for {
 		if err := ctx.Err(); err != nil {
@@ -149,7 +152,9 @@ func (w *watch) Next(ctx context.Context) (store.Event, error) {
 			return store.Event{}, err
 		}
 		if wait == nil {
-			return store.Event{Type: e.typ, Revision: e.rev, Document: e.v.document(store.Document{})}, nil
+			// A version never changes once stored, so every watch shares
+			// it (see store.Event.Document).
+			return store.Event{Type: e.typ, Revision: e.rev, Document: e.v.shared()}, nil
 		}
 		select {
 		case <-wait:
