@@ -331,3 +331,52 @@ func TestCompactErrors(t *testing.T) {
 		t.Errorf("compact: %v", err)
 	}
 }
+
+// TestWriteAllocations checks the allocations the package documents: a
+// status update that changes nothing allocates nothing, given the document
+// as read; one that changes the status allocates its stored copy and the
+// new version; a watch hands out the stored version without copying it.
+func TestWriteAllocations(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, memory.Config{})
+	doc, err := s.Create(ctx, store.Document{Meta: store.Meta{Kind: "Widget", Key: "w", Labels: map[string]string{"team": "a"},
+		Owners: []store.OwnerRef{{Kind: "Widget", Key: "o", UID: "u"}}}, Spec: []byte(`{"size":1}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc.Status = []byte(`{"phase":"Ready"}`)
+	if doc, err = s.UpdateStatus(ctx, doc); err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.Watch(ctx, "Widget", doc.Meta.Revision)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if n := testing.AllocsPerRun(100, func() {
+		if _, err := s.UpdateStatus(ctx, doc); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("a status update that changes nothing allocates %v times, want 0", n)
+	}
+	statuses := [][]byte{[]byte(`{"phase":"Ready"}`), []byte(`{"phase":"Busy"}`)}
+	i := 0
+	if n := testing.AllocsPerRun(100, func() {
+		i++
+		doc.Status = statuses[i%2]
+		var err error
+		if doc, err = s.UpdateStatus(ctx, doc); err != nil {
+			t.Fatal(err)
+		}
+	}); n > 2 {
+		t.Errorf("a status update allocates %v times, want at most 2 (the status and the version)", n)
+	}
+	if n := testing.AllocsPerRun(50, func() {
+		if _, err := w.Next(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("a watch event allocates %v times, want 0", n)
+	}
+}

@@ -372,9 +372,6 @@ func (s *Store) UpdateStatus(ctx context.Context, doc store.Document) (store.Doc
 	if err != nil {
 		return store.Document{}, err
 	}
-	// The new version is made before the lock is taken, so that writers
-	// hold it no longer than the write itself takes.
-	v := &version{status: bytes.Clone(doc.Status)}
 	s.mu.Lock()
 	now, err := s.fenced(ctx, op, m.Kind, m.Key)
 	if err != nil {
@@ -390,7 +387,7 @@ func (s *Store) UpdateStatus(ctx context.Context, doc store.Document) (store.Doc
 		s.mu.Unlock()
 		return cur.document(doc), nil
 	}
-	v.meta, v.spec = cur.meta, cur.spec
+	v := &version{meta: cur.meta, spec: cur.spec, status: bytes.Clone(doc.Status)}
 	s.rev++
 	v.meta.Revision, v.meta.UpdatedAt = s.rev, now
 	k.put(cur, v)

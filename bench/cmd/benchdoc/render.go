@@ -44,6 +44,8 @@ func unitOf(name string) unit {
 		return unit{func(v float64) string { return fmt.Sprintf("%.0f", v) }, "fewer", "more"}
 	case name == "overhead":
 		return unit{func(v float64) string { return fmt.Sprintf("%.2f", v) }, "lower", "higher"}
+	case name == "lists":
+		return unit{func(v float64) string { return fmt.Sprintf("%.0f", v) }, "fewer", "more"}
 	case strings.HasSuffix(name, "cpu-s/converge"):
 		return unit{func(v float64) string { return fmt.Sprintf("%.1f s", v) }, "less", "more"}
 	}
