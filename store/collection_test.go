@@ -22,6 +22,23 @@ type gwStatus struct {
 	Phase string
 }
 
+// watchedGateways returns a new backend, a collection of its Gateways and a
+// watch of them from the start, closed when the test ends.
+func watchedGateways(t *testing.T) (*memory.Store, *store.Collection[gwSpec, gwStatus], *store.ObjectWatch[gwSpec, gwStatus]) {
+	t.Helper()
+	b := newBackend(t)
+	c, err := store.NewCollection[gwSpec, gwStatus](b, "Gateway", store.CollectionConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := c.Watch(t.Context(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	return b, c, w
+}
+
 func newBackend(t *testing.T) *memory.Store {
 	t.Helper()
 	b, err := memory.New(memory.Config{Kinds: []string{"Gateway", "Other"}})
@@ -43,19 +60,10 @@ func TestNewCollectionErrors(t *testing.T) {
 
 func TestCollectionRoundTrip(t *testing.T) {
 	ctx := t.Context()
-	b := newBackend(t)
-	c, err := store.NewCollection[gwSpec, gwStatus](b, "Gateway", store.CollectionConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, c, w := watchedGateways(t)
 	if c.Kind() != "Gateway" || c.Backend() != store.Backend(b) {
 		t.Fatal("wrong kind or backend")
 	}
-	w, err := c.Watch(ctx, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
 	o, err := c.Create(ctx, &store.Object[gwSpec, gwStatus]{
 		Meta:   store.Meta{Key: "gw-1", Labels: map[string]string{"team": "a"}},
 		Spec:   gwSpec{State: "Running", Replicas: 2},
@@ -116,16 +124,7 @@ func TestCollectionRoundTrip(t *testing.T) {
 
 func TestCollectionDecodeErrors(t *testing.T) {
 	ctx := t.Context()
-	b := newBackend(t)
-	c, err := store.NewCollection[gwSpec, gwStatus](b, "Gateway", store.CollectionConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := c.Watch(ctx, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	b, c, w := watchedGateways(t)
 	if _, err := b.Create(ctx, store.Document{Meta: store.Meta{Kind: "Gateway", Key: "bad"}, Spec: []byte(`{"Replicas":"two"}`)}); err != nil {
 		t.Fatal(err)
 	}
@@ -349,16 +348,7 @@ func TestCollectionPointerMarshalers(t *testing.T) {
 // backend's event shares the stored document.
 func TestObjectWatchOwnsItsObjects(t *testing.T) {
 	ctx := t.Context()
-	b := newBackend(t)
-	c, err := store.NewCollection[gwSpec, gwStatus](b, "Gateway", store.CollectionConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := c.Watch(ctx, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	b, c, w := watchedGateways(t)
 	if _, err := c.Create(ctx, &store.Object[gwSpec, gwStatus]{Meta: store.Meta{Key: "g", Labels: map[string]string{"team": "a"},
 		Finalizers: []string{"example.com/f"}, Owners: []store.OwnerRef{{Kind: "Other", Key: "o", UID: "u1"}}}}); err != nil {
 		t.Fatal(err)
