@@ -248,9 +248,9 @@ func (s Status[S, P]) Condition(name string) (Condition, bool) {
 }
 
 // Observe returns a copy of s with the observations recorded, sharing with s
-// everything but its conditions. A condition's
-// LastTransition is set to now when it is new or its Status changed; otherwise
-// only its Reason is updated. Conditions stay sorted by name.
+// everything but its conditions. A condition's LastTransition is set to now
+// when it is new or its Status changed; otherwise only its Reason is
+// updated. Conditions stay sorted by name.
 func (s Status[S, P]) Observe(now time.Time, obs ...Observation) Status[S, P] {
 	out := s // only the conditions change: they are copied, the rest is shared
 	out.Conditions = slices.Grow(slices.Clone(s.Conditions), len(obs))
@@ -361,9 +361,10 @@ func (o Operation[P]) clone() Operation[P] {
 }
 
 // Request returns a copy of s with the tokens the spec carries for request
-// name, oldest first, sharing with s everything but its requests. Served tokens the spec no longer carries are
-// forgotten, so the record stays as small as the spec; a token must
-// therefore never be reused. A controller calls it before each decision.
+// name, oldest first, sharing with s everything but its requests. Served
+// tokens the spec no longer carries are forgotten, so the record stays as
+// small as the spec; a token must therefore never be reused. A controller
+// calls it before each decision.
 func (s Status[S, P]) Request(name string, tokens ...string) Status[S, P] {
 	i := slices.IndexFunc(s.Requests, func(r RequestState) bool { return r.Name == name })
 	if i < 0 && len(tokens) == 0 {
