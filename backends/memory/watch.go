@@ -75,7 +75,8 @@ func (k *kind) record(typ store.EventType, rev int64, v *version) {
 // wake closes the channel waiting watches hold, if any. A writer calls it
 // after each change it records, once it has released s.mu: a watch takes
 // the channel under s.mu after finding no change, so it is woken by the
-// write of any change it did not find.
+// write of any change it did not find. A writer that failed may call it
+// too: a watch woken for nothing looks again and waits again.
 func (k *kind) wake() {
 	k.notifyMu.Lock()
 	if k.notify != nil {
