@@ -3,7 +3,6 @@ package console_test
 import (
 	"context"
 	"net/http"
-	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/tendhq/tend/console"
+	"github.com/tendhq/tend/internal/servertest"
 )
 
 // browser starts the headless Chromium of $TEND_CHROMIUM (scripts/test.sh
@@ -19,13 +19,7 @@ import (
 // it the test fails in CI and is skipped elsewhere.
 func browser(t *testing.T) context.Context {
 	t.Helper()
-	path := os.Getenv("TEND_CHROMIUM")
-	if path == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("TEND_CHROMIUM is not set: scripts/servers/chromium.sh installs the browser the console's tests need")
-		}
-		t.Skip("TEND_CHROMIUM is not set (source scripts/servers/chromium.sh)")
-	}
+	path := servertest.Env(t, "TEND_CHROMIUM", "chromium")
 	actx, acancel := chromedp.NewExecAllocator(context.Background(),
 		chromedp.ExecPath(path),
 		chromedp.UserDataDir(t.TempDir()),

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/tendhq/tend/backends/kube"
 	"github.com/tendhq/tend/finalizer"
+	"github.com/tendhq/tend/internal/servertest"
 	"github.com/tendhq/tend/store"
 )
 
@@ -32,12 +32,7 @@ import (
 func fullCluster(t *testing.T) {
 	t.Helper()
 	restConfig(t)
-	if os.Getenv("TEND_KUBE_AUDIT_LOG") == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("TEND_KUBE_AUDIT_LOG is not set: CI must run `make test`, which starts the controllers with the API server")
-		}
-		t.Skip("TEND_KUBE_AUDIT_LOG is not set: the test needs the controllers scripts/servers/kube.sh starts")
-	}
+	servertest.Env(t, "TEND_KUBE_AUDIT_LOG", "kube")
 }
 
 // newClient returns a client of the test API server under field manager

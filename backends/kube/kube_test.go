@@ -26,6 +26,7 @@ import (
 
 	"github.com/tendhq/tend/backends/kube"
 	"github.com/tendhq/tend/controller/controllertest"
+	"github.com/tendhq/tend/internal/servertest"
 	"github.com/tendhq/tend/store"
 	"github.com/tendhq/tend/store/storetest"
 )
@@ -51,14 +52,7 @@ func storeConfig(t *testing.T) *rest.Config { return kubeconfig(t, "TEND_KUBE_ST
 // env.
 func kubeconfig(t *testing.T, env string) *rest.Config {
 	t.Helper()
-	path := os.Getenv(env)
-	if path == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is not set: CI must run `make test`, which starts the Kubernetes API servers", env)
-		}
-		t.Skipf("%s is not set; run `make test`, which starts the Kubernetes API servers", env)
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	cfg, err := clientcmd.BuildConfigFromFlags("", servertest.Env(t, env, "kube"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/tendhq/tend/backends/postgres"
 	"github.com/tendhq/tend/controller/controllertest"
+	"github.com/tendhq/tend/internal/servertest"
 	"github.com/tendhq/tend/store"
 	"github.com/tendhq/tend/store/storetest"
 )
@@ -33,15 +33,7 @@ func TestMain(m *testing.M) {
 // Without it the test fails in CI and is skipped elsewhere.
 func serverURL(t testing.TB) string {
 	t.Helper()
-	url := os.Getenv("TEND_POSTGRES_URL")
-	if url == "" {
-		msg := "TEND_POSTGRES_URL is not set: run `make test` (or source scripts/servers/postgres.sh) to start a PostgreSQL server"
-		if os.Getenv("CI") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return url
+	return servertest.Env(t, "TEND_POSTGRES_URL", "postgres")
 }
 
 // newPool opens a pool on the test server, closed when the test ends.

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/tendhq/tend/backends/kube"
+	"github.com/tendhq/tend/internal/servertest"
 )
 
 // kubeStore returns a store on the test API server in a namespace of its
@@ -22,14 +22,7 @@ import (
 // that namespace.
 func kubeStore(t *testing.T) (*kube.Store, string) {
 	t.Helper()
-	path := os.Getenv("TEND_KUBE_STORE_KUBECONFIG")
-	if path == "" {
-		msg := "TEND_KUBE_STORE_KUBECONFIG is not set: run `make test`, which starts the Kubernetes API servers"
-		if os.Getenv("CI") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	path := servertest.Env(t, "TEND_KUBE_STORE_KUBECONFIG", "kube")
 	cfg, err := clientcmd.BuildConfigFromFlags("", path)
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"net/url"
-	"os"
 	"strings"
 	"testing"
 
@@ -12,21 +11,14 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tendhq/tend/backends/postgres"
+	"github.com/tendhq/tend/internal/servertest"
 )
 
 // postgresURL returns the URL of the test server, TEND_POSTGRES_URL.
 // Without it the test fails in CI and is skipped elsewhere.
 func postgresURL(t testing.TB) string {
 	t.Helper()
-	u := os.Getenv("TEND_POSTGRES_URL")
-	if u == "" {
-		msg := "TEND_POSTGRES_URL is not set: run `make test` (or source scripts/servers/postgres.sh) to start a PostgreSQL server"
-		if os.Getenv("CI") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return u
+	return servertest.Env(t, "TEND_POSTGRES_URL", "postgres")
 }
 
 // postgresStore returns a store on a schema of its own of the test server,

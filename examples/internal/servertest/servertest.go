@@ -9,7 +9,6 @@ package servertest
 import (
 	"context"
 	"crypto/rand"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -20,21 +19,17 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/tendhq/tend/internal/servertest"
 )
 
 // Env returns the environment variable name, which
 // scripts/servers/<script>.sh exports when it starts the server the test
-// needs. Without it the test is skipped, or fails under CI (CI=true).
+// needs. Without it the test is skipped, or fails under CI. It is the
+// library's own servertest.Env, which its modules' tests use too.
 func Env(t testing.TB, name, script string) string {
 	t.Helper()
-	v := os.Getenv(name)
-	if v == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is not set under CI: scripts/servers/%s.sh did not start its server", name, script)
-		}
-		t.Skipf("%s is not set: run `make test` (or source scripts/servers/%s.sh) to start the server", name, script)
-	}
-	return v
+	return servertest.Env(t, name, script)
 }
 
 // Kube returns the configuration of the Kubernetes API server whose
