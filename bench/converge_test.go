@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tendhq/tend/controller/controllertest"
+	"github.com/tendhq/tend/driver"
+
+	"github.com/tendhq/tend/manager/managertest"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -121,7 +123,7 @@ func converge(b *testing.B, workers int) {
 		b.Fatal(err)
 	}
 	listed := &listCounter{Backend: mem}
-	counted := &controllertest.WriteCounter{Backend: listed}
+	counted := &managertest.WriteCounter{Backend: listed}
 	gws, c, reg := gatewayController(b, counted, workers)
 	createGateways(ctx, b, gws, *convergeDocs)
 	counted.Reset()
@@ -210,18 +212,18 @@ func gatewayController(b *testing.B, backend store.Backend, workers int) (*store
 	instant := func(context.Context, *store.Object[gwSpec, gwStatus], string) (sm.Outcome, error) {
 		return sm.Done, nil
 	}
-	holds := func(v bool) controller.Observer[gwSpec, gwStatus] {
+	holds := func(v bool) driver.Observer[gwSpec, gwStatus] {
 		return func(context.Context, *store.Object[gwSpec, gwStatus]) (bool, string, error) { return v, "", nil }
 	}
 	m := convergeMachine(b)
-	steps := map[string]controller.Step[gwSpec, gwStatus]{}
+	steps := map[string]driver.Step[gwSpec, gwStatus]{}
 	for _, s := range m.Steps() {
 		steps[s] = instant
 	}
 	reg := prometheus.NewRegistry()
-	d, err := controller.NewDriver(gws, m, controller.DriverConfig[gwSpec, gwStatus]{
+	d, err := driver.New(gws, m, driver.Config[gwSpec, gwStatus]{
 		Steps: steps,
-		Observers: map[string]controller.Observer[gwSpec, gwStatus]{
+		Observers: map[string]driver.Observer[gwSpec, gwStatus]{
 			"namespace_ready": holds(true), "database_ready": holds(true), "runtime_domain_present": holds(true),
 			"deployment_available": holds(true), "instance_present": holds(false),
 		},

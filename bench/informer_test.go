@@ -10,7 +10,9 @@ import (
 
 	"github.com/tendhq/tend/backends/memory"
 	tendctrl "github.com/tendhq/tend/controller"
+	tenddriver "github.com/tendhq/tend/driver"
 	"github.com/tendhq/tend/informer"
+	tendmanager "github.com/tendhq/tend/manager"
 	"github.com/tendhq/tend/statemachine"
 	"github.com/tendhq/tend/store"
 )
@@ -70,7 +72,7 @@ type lampStatus struct {
 
 // lampDriver returns a driver of a two-phase lamp machine over s, reading
 // through f when f is not nil.
-func lampDriver(tb testing.TB, s store.Backend, f *informer.Factory) (*tendctrl.Driver[lampSpec, lampStatus], *store.Collection[lampSpec, lampStatus]) {
+func lampDriver(tb testing.TB, s store.Backend, f *informer.Factory) (*tenddriver.Driver[lampSpec, lampStatus], *store.Collection[lampSpec, lampStatus]) {
 	m, err := statemachine.New(statemachine.Definition[string, string]{
 		Name:    "Lamp",
 		States:  []string{"On"},
@@ -91,13 +93,13 @@ func lampDriver(tb testing.TB, s store.Backend, f *informer.Factory) (*tendctrl.
 	if err != nil {
 		tb.Fatal(err)
 	}
-	d, err := tendctrl.NewDriver(lamps, m, tendctrl.DriverConfig[lampSpec, lampStatus]{
-		Steps: map[string]tendctrl.Step[lampSpec, lampStatus]{
+	d, err := tenddriver.New(lamps, m, tenddriver.Config[lampSpec, lampStatus]{
+		Steps: map[string]tenddriver.Step[lampSpec, lampStatus]{
 			"switch_on": func(context.Context, *store.Object[lampSpec, lampStatus], string) (statemachine.Outcome, error) {
 				return statemachine.Done, nil
 			},
 		},
-		Observers: map[string]tendctrl.Observer[lampSpec, lampStatus]{
+		Observers: map[string]tenddriver.Observer[lampSpec, lampStatus]{
 			"lit": func(context.Context, *store.Object[lampSpec, lampStatus]) (bool, string, error) { return true, "", nil },
 		},
 	})
@@ -201,14 +203,14 @@ func BenchmarkWatchesPerProcess(b *testing.B) {
 // runFive runs five controllers of the Lamp kind under a Manager until all
 // have synced, then stops them.
 func runFive(b *testing.B, s *countingStore, shared bool) {
-	mc := tendctrl.ManagerConfig{}
+	mc := tendmanager.Config{}
 	for i := range 5 {
 		c, err := tendctrl.New(tendctrl.Config{
 			Name: fmt.Sprint("c", i),
 			Reconciler: tendctrl.ReconcilerFunc(func(context.Context, string) (tendctrl.Result, error) {
 				return tendctrl.Result{}, nil
 			}),
-			Sources:  []tendctrl.Source{tendctrl.Kind(s, "Lamp")},
+			Sources:  []tendctrl.Source{tendctrl.For(s, "Lamp")},
 			Uncached: !shared,
 		})
 		if err != nil {
@@ -216,7 +218,7 @@ func runFive(b *testing.B, s *countingStore, shared bool) {
 		}
 		mc.Controllers = append(mc.Controllers, c)
 	}
-	m, err := tendctrl.NewManager(mc)
+	m, err := tendmanager.New(mc)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/tendhq/tend/manager"
+
 	"github.com/tendhq/tend/backends/memory"
 	"github.com/tendhq/tend/cascade"
 	"github.com/tendhq/tend/controller"
@@ -57,7 +59,7 @@ func benchCascade(b *testing.B, policy cascade.Policy, n int) {
 		watches = append(watches, w)
 	}
 	c, _ := cascade.NewController(cascade.Config{Backend: s})
-	m, _ := controller.NewManager(controller.ManagerConfig{Controllers: []*controller.Controller{c}})
+	m, _ := manager.New(manager.Config{Controllers: []*controller.Controller{c}})
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- m.Run(runCtx) }()

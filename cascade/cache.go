@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"github.com/tendhq/tend/controller"
 	"github.com/tendhq/tend/informer"
 	"github.com/tendhq/tend/store"
 )
@@ -71,7 +70,7 @@ func (p *pass) list(ctx context.Context, kind string, opts store.ListOptions) ([
 }
 
 // CacheStore implements controller.CacheUser: the backend.
-func (r *reconciler) CacheStore() controller.ListWatcher { return r.b }
+func (r *reconciler) CacheStore() informer.ListWatcher { return r.b }
 
 // UseCache implements controller.CacheUser: reconciles read the cache of f
 // first (see pass), and resyncs list it.

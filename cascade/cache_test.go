@@ -6,6 +6,9 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/tendhq/tend/driver"
+	"github.com/tendhq/tend/manager"
+
 	"github.com/tendhq/tend/cascade"
 	"github.com/tendhq/tend/controller"
 	"github.com/tendhq/tend/statemachine"
@@ -87,7 +90,7 @@ func TestOneWatchPerKindWithADriver(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, err := controller.NewDriver(gateways, m, controller.DriverConfig[lampSpec, lampStatus]{})
+		d, err := driver.New(gateways, m, driver.Config[lampSpec, lampStatus]{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -99,7 +102,7 @@ func TestOneWatchPerKindWithADriver(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		mgr, err := controller.NewManager(controller.ManagerConfig{Controllers: []*controller.Controller{dc, gc}})
+		mgr, err := manager.New(manager.Config{Controllers: []*controller.Controller{dc, gc}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -37,7 +37,7 @@ var ErrInvalidConfig = errors.New("cascade: invalid config")
 // Config configures the garbage collector made by [NewController].
 type Config struct {
 	// Backend is the store whose owner references the controller enforces.
-	// Give the same store to the [controller.Manager] as its Leaser, so
+	// Give the same store to the [manager.Manager] as its Leaser, so
 	// that the controller's writes carry the fence of the lease that
 	// entitles the replica to them. Required.
 	Backend store.Backend
@@ -69,7 +69,7 @@ type Config struct {
 }
 
 // NewController returns the garbage collector as a controller: run it under a
-// [controller.Manager], alone or beside other controllers, and it deletes
+// [manager.Manager], alone or beside other controllers, and it deletes
 // the dependents whose owners are gone and completes foreground and orphan
 // deletions. Under a manager that elects a leader or shards keys, only the
 // entitled replica works on a document, and its writes carry the lease's

@@ -35,7 +35,7 @@
 // # The garbage collector is a controller
 //
 // [NewController] returns the garbage collector as a [controller.Controller]:
-// give it to a [controller.Manager], alone or with other controllers, and
+// give it to a [manager.Manager], alone or with other controllers, and
 // the manager's mode applies to it as to any other. Under LeaderElection only
 // the leader collects; under Sharded each replica works on the documents of
 // its shards; either way every write carries the fence of the lease that

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/tendhq/tend/manager"
+
 	"github.com/tendhq/tend/backends/memory"
 	"github.com/tendhq/tend/cascade"
 	"github.com/tendhq/tend/controller"
@@ -28,7 +30,7 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	mgr, err := controller.NewManager(controller.ManagerConfig{Controllers: []*controller.Controller{gc}})
+	mgr, err := manager.New(manager.Config{Controllers: []*controller.Controller{gc}})
 	if err != nil {
 		fmt.Println(err)
 		return

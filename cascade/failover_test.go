@@ -9,6 +9,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/tendhq/tend/manager"
+
 	"github.com/tendhq/tend/cascade"
 	"github.com/tendhq/tend/controller"
 	"github.com/tendhq/tend/store"
@@ -17,20 +19,20 @@ import (
 // replica is one process running the garbage collector under a Manager.
 type replica struct {
 	h    *host
-	m    *controller.Manager
+	m    *manager.Manager
 	stop context.CancelFunc
 	done chan error
 }
 
 // startReplica runs the garbage collector on h under a manager in mode,
 // named id.
-func startReplica(t *testing.T, h *host, mode controller.Mode, id string) *replica {
+func startReplica(t *testing.T, h *host, mode manager.Mode, id string) *replica {
 	t.Helper()
 	c, err := cascade.NewController(cascade.Config{Backend: h, Workers: 2, ResyncPeriod: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := controller.NewManager(controller.ManagerConfig{
+	m, err := manager.New(manager.Config{
 		Controllers: []*controller.Controller{c},
 		Mode:        mode,
 		Leaser:      h,
@@ -138,7 +140,7 @@ func checkOutcome(t *testing.T, w *world, l *ledger, from int64) {
 // its work over and completes them, with the foreground order kept, no
 // document deleted twice and none collected or orphaned wrongly.
 func TestFailover(t *testing.T) {
-	for _, mode := range []controller.Mode{controller.LeaderElection, controller.Sharded} {
+	for _, mode := range []manager.Mode{manager.LeaderElection, manager.Sharded} {
 		t.Run(mode.String(), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				w := cascadeWorld(t)
@@ -151,9 +153,9 @@ func TestFailover(t *testing.T) {
 				time.Sleep(time.Minute) // the shards are balanced
 				synctest.Wait()
 				switch {
-				case mode == controller.LeaderElection && (!a.m.IsLeader() || b.m.IsLeader()):
+				case mode == manager.LeaderElection && (!a.m.IsLeader() || b.m.IsLeader()):
 					t.Fatalf("leaders: a %v, b %v; want a", a.m.IsLeader(), b.m.IsLeader())
-				case mode == controller.Sharded && (len(a.m.OwnedShards()) == 0 || len(b.m.OwnedShards()) == 0):
+				case mode == manager.Sharded && (len(a.m.OwnedShards()) == 0 || len(b.m.OwnedShards()) == 0):
 					t.Fatalf("shards: a %v, b %v; want both some", a.m.OwnedShards(), b.m.OwnedShards())
 				}
 
@@ -179,7 +181,7 @@ func TestFailover(t *testing.T) {
 // store at last, the store refuses it: it carries the fence of a lease the
 // replica no longer holds.
 func TestFencedWriteOfDeposedReplica(t *testing.T) {
-	for _, mode := range []controller.Mode{controller.LeaderElection, controller.Sharded} {
+	for _, mode := range []manager.Mode{manager.LeaderElection, manager.Sharded} {
 		t.Run(mode.String(), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				w := cascadeWorld(t)

@@ -11,6 +11,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/tendhq/tend/manager"
+
 	"go.uber.org/goleak"
 
 	"github.com/tendhq/tend/backends/memory"
@@ -191,12 +193,12 @@ func (w *world) removals(from int64) map[string]int64 {
 // what events alone achieve.
 func start(t tb, cfg cascade.Config) (stop func()) {
 	t.Helper()
-	return startManaged(t, cfg, controller.ManagerConfig{})
+	return startManaged(t, cfg, manager.Config{})
 }
 
 // startManaged is start with a manager configured by mc, whose Controllers
 // it sets.
-func startManaged(t tb, cfg cascade.Config, mc controller.ManagerConfig) (stop func()) {
+func startManaged(t tb, cfg cascade.Config, mc manager.Config) (stop func()) {
 	t.Helper()
 	if cfg.ResyncPeriod == 0 {
 		cfg.ResyncPeriod = -1
@@ -206,7 +208,7 @@ func startManaged(t tb, cfg cascade.Config, mc controller.ManagerConfig) (stop f
 		t.Fatal(err)
 	}
 	mc.Controllers = []*controller.Controller{c}
-	m, err := controller.NewManager(mc)
+	m, err := manager.New(mc)
 	if err != nil {
 		t.Fatal(err)
 	}

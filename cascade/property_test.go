@@ -8,10 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tendhq/tend/manager"
+
 	"pgregory.net/rapid"
 
 	"github.com/tendhq/tend/cascade"
-	"github.com/tendhq/tend/controller"
 	"github.com/tendhq/tend/store"
 )
 
@@ -120,10 +121,10 @@ func TestMatchesModel(t *testing.T) {
 				m.owners[d] = owners
 			}
 
-			mode := rapid.SampledFrom([]controller.Mode{controller.Single, controller.LeaderElection, controller.Sharded}).Draw(t, "mode")
+			mode := rapid.SampledFrom([]manager.Mode{manager.Single, manager.LeaderElection, manager.Sharded}).Draw(t, "mode")
 			for i := range rapid.IntRange(1, 3).Draw(t, "replicas") {
 				cfg := cascade.Config{Backend: w.s, Workers: rapid.IntRange(1, 3).Draw(t, fmt.Sprint("workers ", i))}
-				defer startManaged(t, cfg, controller.ManagerConfig{Mode: mode, Leaser: w.s, Identity: fmt.Sprint("replica-", i), Shards: 4, LeaseDuration: time.Hour})()
+				defer startManaged(t, cfg, manager.Config{Mode: mode, Leaser: w.s, Identity: fmt.Sprint("replica-", i), Shards: 4, LeaseDuration: time.Hour})()
 			}
 			settle()
 			m.collect()

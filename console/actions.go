@@ -11,13 +11,13 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/tendhq/tend/operator"
+	"github.com/tendhq/tend/oncall"
 )
 
 // ActionName names what an [Action] does.
 type ActionName string
 
-// The actions of the console; each is carried out by the operator.Client
+// The actions of the console; each is carried out by the oncall.Client
 // method of the same name.
 const (
 	ActionPause           ActionName = "pause"
@@ -144,7 +144,7 @@ func (c *Console) serveAction(w http.ResponseWriter, r *http.Request) {
 	if c.actor != nil {
 		actor = cmp.Or(c.actor(r), actor)
 	}
-	client, err := operator.New(c.store, operator.Config{Actor: actor})
+	client, err := oncall.New(c.store, oncall.Config{Actor: actor})
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -167,10 +167,10 @@ func (c *Console) serveAction(w http.ResponseWriter, r *http.Request) {
 		err = client.RemoveFinalizer(ctx, a.Kind, a.Key, a.Finalizer, a.Force)
 	}
 	switch {
-	case errors.Is(err, operator.ErrInvalidAction):
+	case errors.Is(err, oncall.ErrInvalidAction):
 		c.showObject(w, r, http.StatusBadRequest, err.Error())
 		return
-	case errors.Is(err, operator.ErrServed):
+	case errors.Is(err, oncall.ErrServed):
 		c.showObject(w, r, http.StatusConflict, err.Error())
 		return
 	case err != nil:

@@ -11,9 +11,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tendhq/tend/registry"
+
 	"go.uber.org/zap"
 
-	"github.com/tendhq/tend/operator"
+	"github.com/tendhq/tend/oncall"
 	"github.com/tendhq/tend/store"
 )
 
@@ -23,7 +25,7 @@ var ErrInvalidConfig = errors.New("console: invalid config")
 // Config configures a [Console].
 type Config struct {
 	// Store is the store whose documents the console shows and acts on.
-	// Required. It must be configured with operator.Kinds() beside the
+	// Required. It must be configured with registry.Kinds() beside the
 	// driven kinds and their histories.
 	Store store.Backend
 
@@ -67,7 +69,7 @@ type Config struct {
 // Console is the web console: an http.Handler. Create it with [New].
 type Console struct {
 	store     store.Backend
-	reader    *operator.Client
+	reader    *oncall.Client
 	prefix    string
 	authorize func(*http.Request, Action) error
 	actor     func(*http.Request) string
@@ -96,7 +98,7 @@ func New(cfg Config) (*Console, error) {
 	if !strings.HasPrefix(prefix, "/") || !strings.HasSuffix(prefix, "/") || strings.ContainsAny(prefix, "{} \t\n") {
 		return nil, fmt.Errorf("%w: Prefix %q must begin and end with a slash and hold no spaces or braces", ErrInvalidConfig, cfg.Prefix)
 	}
-	reader, err := operator.New(cfg.Store, operator.Config{})
+	reader, err := oncall.New(cfg.Store, oncall.Config{})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
@@ -149,11 +151,11 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (c *Console) fail(w http.ResponseWriter, r *http.Request, err error) {
 	code := http.StatusInternalServerError
 	switch {
-	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrUnknownKind), errors.Is(err, operator.ErrUnregistered):
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrUnknownKind), errors.Is(err, registry.ErrUnregistered):
 		code = http.StatusNotFound
-	case errors.Is(err, operator.ErrInvalidAction), errors.Is(err, store.ErrInvalid):
+	case errors.Is(err, oncall.ErrInvalidAction), errors.Is(err, store.ErrInvalid):
 		code = http.StatusBadRequest
-	case errors.Is(err, operator.ErrServed), errors.Is(err, store.ErrConflict):
+	case errors.Is(err, oncall.ErrServed), errors.Is(err, store.ErrConflict):
 		code = http.StatusConflict
 	case r.Context().Err() != nil:
 		return // the client went away

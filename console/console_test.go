@@ -17,8 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tendhq/tend/registry"
+
 	"github.com/tendhq/tend/console"
-	"github.com/tendhq/tend/operator"
 	"github.com/tendhq/tend/store"
 )
 
@@ -347,11 +348,11 @@ func TestEventsFollowPhaseChanges(t *testing.T) {
 	}
 	all.next(t, "phase", "Lit")
 	// The stream of every kind tells of a kind registered later.
-	fan, _ := json.Marshal(operator.Registration{Kind: "Fan", Machine: lampMachine(t).Descriptor()})
-	if _, err := l.store.Create(context.Background(), store.Document{Meta: store.Meta{Kind: operator.MachinesKind, Key: "Fan"}, Spec: fan}); err != nil {
+	fan, _ := json.Marshal(registry.Entry{Kind: "Fan", Machine: lampMachine(t).Descriptor()})
+	if _, err := l.store.Create(context.Background(), store.Document{Meta: store.Meta{Kind: registry.Kind, Key: "Fan"}, Spec: fan}); err != nil {
 		t.Fatal(err)
 	}
-	if ev := all.next(t, "key", "Fan"); ev["kind"] != operator.MachinesKind {
+	if ev := all.next(t, "key", "Fan"); ev["kind"] != registry.Kind {
 		t.Errorf("the registration of Fan came as %v", ev)
 	}
 	l.waitPhase(t, "hall", "Lit")

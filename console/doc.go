@@ -16,7 +16,7 @@
 // # Acting
 //
 // Actions (pause, resume, retry, skip, move, request, remove-finalizer)
-// are POST forms carried out through an operator.Client, so they are
+// are POST forms carried out through an oncall.Client, so they are
 // validated against the kind's machine and recorded in the document's
 // history with the operator's name ([Config.Actor]). Every action needs
 // [Config.Authorize]: without it the console is read-only and refuses each

@@ -10,9 +10,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tendhq/tend/registry"
+
 	"go.uber.org/zap"
 
-	"github.com/tendhq/tend/operator"
+	"github.com/tendhq/tend/oncall"
 	"github.com/tendhq/tend/statemachine"
 	"github.com/tendhq/tend/store"
 )
@@ -75,7 +77,7 @@ func (c *Console) serveEvents(w http.ResponseWriter, r *http.Request) {
 	}()
 	if kind == "" {
 		// The page of every kind also learns of kinds registered later.
-		wa, err := c.watchNow(ctx, operator.MachinesKind)
+		wa, err := c.watchNow(ctx, registry.Kind)
 		if err != nil && !errors.Is(err, store.ErrUnknownKind) {
 			c.fail(w, r, err)
 			return
@@ -213,7 +215,7 @@ func sendReload(w http.ResponseWriter, f http.Flusher) {
 // event describes a change for the pages, reading the document as the
 // operator package reads it.
 func (c *Console) event(ev store.Event, m *statemachine.Machine[string, string], withStatus bool) (objectEvent, error) {
-	o, err := operator.Decode(ev.Document)
+	o, err := oncall.Decode(ev.Document)
 	if err != nil {
 		return objectEvent{}, err
 	}

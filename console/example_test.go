@@ -7,17 +7,18 @@ import (
 	"net/http/httptest"
 	"strings"
 
+	"github.com/tendhq/tend/registry"
+
 	"github.com/tendhq/tend/backends/memory"
 	"github.com/tendhq/tend/console"
 	"github.com/tendhq/tend/history"
-	"github.com/tendhq/tend/operator"
 )
 
 // The console mounted beside a program's own handlers: everyone who
 // reaches it reads, and only the on-call operators act, under their names.
 func Example() {
 	kinds := append([]string{"Lamp"}, history.Kinds("Lamp")...)
-	st, err := memory.New(memory.Config{Kinds: append(kinds, operator.Kinds()...)})
+	st, err := memory.New(memory.Config{Kinds: append(kinds, registry.Kinds()...)})
 	if err != nil {
 		panic(err)
 	}
@@ -56,7 +57,7 @@ func Example() {
 
 // Without Authorize the console is read-only.
 func ExampleConfig_readOnly() {
-	st, err := memory.New(memory.Config{Kinds: append([]string{"Lamp"}, operator.Kinds()...)})
+	st, err := memory.New(memory.Config{Kinds: append([]string{"Lamp"}, registry.Kinds()...)})
 	if err != nil {
 		panic(err)
 	}

@@ -6,10 +6,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tendhq/tend/driver"
+	"github.com/tendhq/tend/manager"
+	"github.com/tendhq/tend/registry"
+
 	"github.com/tendhq/tend/backends/memory"
 	"github.com/tendhq/tend/controller"
 	"github.com/tendhq/tend/history"
-	"github.com/tendhq/tend/operator"
+	"github.com/tendhq/tend/oncall"
 	"github.com/tendhq/tend/statemachine"
 	"github.com/tendhq/tend/store"
 )
@@ -63,7 +67,7 @@ func lampMachine(t testing.TB) *statemachine.Machine[string, string] {
 type lamps struct {
 	store  *memory.Store
 	coll   *store.Collection[lampSpec, lampStatus]
-	driver *controller.Driver[lampSpec, lampStatus]
+	driver *driver.Driver[lampSpec, lampStatus]
 
 	mu  sync.Mutex // guards lit
 	lit map[string]bool
@@ -73,7 +77,7 @@ type lamps struct {
 func newLamps(t testing.TB) *lamps {
 	t.Helper()
 	kinds := append([]string{lampKind}, history.Kinds(lampKind)...)
-	mem, err := memory.New(memory.Config{Kinds: append(kinds, operator.Kinds()...)})
+	mem, err := memory.New(memory.Config{Kinds: append(kinds, registry.Kinds()...)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,9 +93,9 @@ func newLamps(t testing.TB) *lamps {
 	step := func(ctx context.Context, lamp *store.Object[lampSpec, lampStatus], opID string) (statemachine.Outcome, error) {
 		return statemachine.Done, nil
 	}
-	l.driver, err = controller.NewDriver(l.coll, m, controller.DriverConfig[lampSpec, lampStatus]{
-		Steps: map[string]controller.Step[lampSpec, lampStatus]{"switch_on": step, "switch_off": step},
-		Observers: map[string]controller.Observer[lampSpec, lampStatus]{
+	l.driver, err = driver.New(l.coll, m, driver.Config[lampSpec, lampStatus]{
+		Steps: map[string]driver.Step[lampSpec, lampStatus]{"switch_on": step, "switch_off": step},
+		Observers: map[string]driver.Observer[lampSpec, lampStatus]{
 			"lit": func(ctx context.Context, lamp *store.Object[lampSpec, lampStatus]) (bool, string, error) {
 				l.mu.Lock()
 				defer l.mu.Unlock()
@@ -108,7 +112,7 @@ func newLamps(t testing.TB) *lamps {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mgr, err := controller.NewManager(controller.ManagerConfig{Controllers: []*controller.Controller{c}})
+	mgr, err := manager.New(manager.Config{Controllers: []*controller.Controller{c}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +126,7 @@ func newLamps(t testing.TB) *lamps {
 		wg.Wait()
 	})
 	// The manager records the lamps' machine as it starts.
-	client, err := operator.New(mem, operator.Config{})
+	client, err := oncall.New(mem, oncall.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tendhq/tend/operator"
+	"github.com/tendhq/tend/registry"
+
+	"github.com/tendhq/tend/oncall"
 	"github.com/tendhq/tend/statemachine"
 	"github.com/tendhq/tend/store"
 )
@@ -106,14 +108,14 @@ func (c *Console) revision(ctx context.Context, kind string) (int64, error) {
 
 // kindView is a driven kind as the pages show it.
 type kindView struct {
-	Reg     operator.Registration
+	Reg     registry.Entry
 	Machine *statemachine.Machine[string, string]
-	Objects []operator.Object
+	Objects []oncall.Object
 }
 
 // readKind reads a kind's registration, builds its machine and lists its
 // documents.
-func (c *Console) readKind(ctx context.Context, reg operator.Registration) (kindView, error) {
+func (c *Console) readKind(ctx context.Context, reg registry.Entry) (kindView, error) {
 	m, err := reg.Build()
 	if err != nil {
 		return kindView{}, err
@@ -127,7 +129,7 @@ func (c *Console) readKind(ctx context.Context, reg operator.Registration) (kind
 
 // counts returns the number of documents in each of the machine's phases,
 // in its order, then those in phases it does not declare.
-func counts(m *statemachine.Machine[string, string], objs []operator.Object) []phaseCount {
+func counts(m *statemachine.Machine[string, string], objs []oncall.Object) []phaseCount {
 	var out []phaseCount
 	for _, p := range m.Phases() {
 		spec, _ := m.Spec(p)
@@ -152,7 +154,7 @@ func (c *Console) serveKinds(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
-	slices.SortFunc(regs, func(a, b operator.Registration) int { return strings.Compare(a.Kind, b.Kind) })
+	slices.SortFunc(regs, func(a, b registry.Entry) int { return strings.Compare(a.Kind, b.Kind) })
 	rows := make([]kindRow, 0, len(regs))
 	now := c.now()
 	for _, reg := range regs {
@@ -197,7 +199,7 @@ type objectRow struct {
 	Deleting  bool     `json:"deleting,omitempty"`
 }
 
-func (c *Console) row(kind string, m *statemachine.Machine[string, string], o operator.Object, now time.Time) objectRow {
+func (c *Console) row(kind string, m *statemachine.Machine[string, string], o oncall.Object, now time.Time) objectRow {
 	r := objectRow{
 		Kind: kind, Key: o.Meta.Key, URL: objectURL(c.prefix, kind, o.Meta.Key),
 		State: o.State, Phase: o.Phase, Age: age(now, o.Meta.CreatedAt), InPhase: age(now, o.Since),

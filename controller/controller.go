@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/tendhq/tend/internal/sharedcache"
 	"github.com/tendhq/tend/workqueue"
 	"github.com/tendhq/tend/workqueue/queueprom"
 )
@@ -46,7 +47,7 @@ type Config struct {
 	// Reconciler is called with each queued key. Required.
 	Reconciler Reconciler
 
-	// Sources queue keys; Run starts each one. See [Kind], [Owns],
+	// Sources queue keys; Run starts each one. See [For], [Owns],
 	// [Watches], [Resync] and [Channel].
 	Sources []Source
 
@@ -172,23 +173,65 @@ func (c *Controller) Name() string { return c.name }
 // sources and its reconciler ([CacheUser]), for as long as it runs; under
 // a [Manager], the cache is shared by all of the manager's controllers.
 func (c *Controller) Run(ctx context.Context) error {
-	return c.run(ctx, context.WithoutCancel(ctx), nil, &caches{})
+	return c.run(ctx, context.WithoutCancel(ctx), nil, &sharedcache.Set{})
 }
 
-// gate admits keys on behalf of a [Manager] that shards keys. A nil gate
-// admits every key.
-type gate interface {
-	// owns reports whether this replica may reconcile key now.
-	owns(key string) bool
-	// admit returns the context to reconcile key in (derived from parent,
+// Gate admits the keys a replica may reconcile: a manager that shards keys
+// (package manager) runs each controller behind one ([Controller.RunShared]).
+type Gate interface {
+	// Owns reports whether this replica may reconcile key now.
+	Owns(key string) bool
+	// Admit returns the context to reconcile key in (derived from parent,
 	// carrying the key's fence and cancelled when its lease is lost) and a
 	// func to call when the reconcile returns; ok is false when the replica
 	// may not reconcile key.
-	admit(parent context.Context, key string) (ctx context.Context, done func(), ok bool)
-	// subscribe returns a channel that receives a value whenever the replica
+	Admit(parent context.Context, key string) (ctx context.Context, done func(), ok bool)
+	// Gained returns a channel that receives a value whenever the replica
 	// gained keys whose sources must list them again, and a func that ends
 	// the subscription.
-	subscribe() (<-chan struct{}, func())
+	Gained() (<-chan struct{}, func())
+}
+
+// Shared says how a manager (package manager) runs a controller among
+// others: see [Controller.RunShared].
+type Shared struct {
+	// Reconciles is the parent of every reconcile's context: its values
+	// (a lease's fence) reach the reconciler, and its end cancels the
+	// reconciles in flight at once. Nil means the context given to
+	// RunShared, without its cancellation.
+	Reconciles context.Context
+	// Gate admits the keys this replica may reconcile; nil admits every key.
+	Gate Gate
+}
+
+// RunShared runs the controller as [Controller.Run] does, for a manager
+// that shares one informer cache among all its controllers: it gives the
+// controller's [CacheUser]s their cache itself (see [Controller.CacheUsers])
+// and runs it, so RunShared neither binds nor runs one. ctx ending begins a
+// graceful shutdown, as for Run.
+func (c *Controller) RunShared(ctx context.Context, s Shared) error {
+	base := s.Reconciles
+	if base == nil {
+		base = context.WithoutCancel(ctx)
+	}
+	return c.run(ctx, base, s.Gate, nil)
+}
+
+// Reconciler returns the controller's reconciler.
+func (c *Controller) Reconciler() Reconciler { return c.rec }
+
+// Timeout returns the bound of each reconcile ([Config.Timeout]); zero
+// when none.
+func (c *Controller) Timeout() time.Duration { return c.timeout }
+
+// OldestReconcile returns the key and start time of the reconcile that has
+// been running the longest; ok is false when none runs.
+func (c *Controller) OldestReconcile() (key string, start time.Time, ok bool) {
+	h := c.current.Load()
+	if h == nil {
+		return "", time.Time{}, false
+	}
+	return h.oldest()
 }
 
 // run is Run with the stop signal split from the reconciles' context: stop
@@ -197,15 +240,16 @@ type gate interface {
 // once). g filters keys when not nil. With own set, the run shares the
 // caches of own among its sources and reconciler and runs them; a Manager
 // passes nil, having done that for all its controllers.
-func (c *Controller) run(stop, base context.Context, g gate, own *caches) error {
+func (c *Controller) run(stop, base context.Context, g Gate, own *sharedcache.Set) error {
 	if !c.running.CompareAndSwap(false, true) {
 		return fmt.Errorf("%w: %s", ErrAlreadyRunning, c.name)
 	}
 	defer c.running.Store(false)
 	if own != nil {
-		own.bind(c)
-		defer (*caches)(nil).bind(c)
-		defer own.run(stop, false)()
+		users := c.CacheUsers()
+		sharedcache.Bind(own, users)
+		defer sharedcache.Bind(nil, users)
+		defer own.Run(stop, false)()
 	}
 	qc := workqueue.Config[string]{Name: c.name, RateLimiter: c.limiter}
 	if c.reg != nil {
@@ -229,7 +273,7 @@ func (c *Controller) run(stop, base context.Context, g gate, own *caches) error 
 		// Subscribe before any source lists, so that no gain between a
 		// source's first list and the subscription goes unnoticed.
 		var unsubscribe func()
-		gained, unsubscribe = g.subscribe()
+		gained, unsubscribe = g.Gained()
 		defer unsubscribe()
 	}
 	var sources sync.WaitGroup
@@ -290,14 +334,14 @@ var errTimeout = errors.New("controller: reconcile timed out")
 type runner struct {
 	c        *Controller
 	q        *workqueue.Queue[string]
-	gate     gate
+	gate     Gate
 	stopping atomic.Bool // set once shutdown began: workers drop the keys still queued
 	health   *runHealth
 }
 
 // Enqueue implements [Enqueuer].
 func (r *runner) Enqueue(key, reason string) {
-	if r.gate != nil && !r.gate.owns(key) {
+	if r.gate != nil && !r.gate.Owns(key) {
 		return
 	}
 	if l := r.c.debug(); l != nil {
@@ -308,7 +352,7 @@ func (r *runner) Enqueue(key, reason string) {
 
 // EnqueueLow implements [Enqueuer].
 func (r *runner) EnqueueLow(key, reason string) {
-	if r.gate != nil && !r.gate.owns(key) {
+	if r.gate != nil && !r.gate.Owns(key) {
 		return
 	}
 	if l := r.c.debug(); l != nil {
@@ -360,7 +404,7 @@ func (r *runner) reconcile(ctx context.Context, key string) {
 	if r.gate != nil {
 		var done func()
 		var ok bool
-		if ctx, done, ok = r.gate.admit(ctx, key); !ok {
+		if ctx, done, ok = r.gate.Admit(ctx, key); !ok {
 			r.q.Forget(key)
 			if l := c.debug(); l != nil {
 				l.Debug("dropped: key not owned by this replica", zap.String("key", key))

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/tendhq/tend/controller"
+	"github.com/tendhq/tend/internal/metrictest"
 	"github.com/tendhq/tend/workqueue"
 )
 
@@ -178,11 +179,11 @@ func TestResults(t *testing.T) {
 					case "terminal_total":
 						metric = "controller_runtime_terminal_reconcile_errors_total"
 					}
-					if got := metricValue(t, reg, metric, labels); got != want {
+					if got := metrictest.Value(t, reg, metric, labels); got != want {
 						t.Errorf("%s%v = %v, want %v", metric, labels, got, want)
 					}
 				}
-				if got, want := metricValue(t, reg, "controller_runtime_reconcile_time_seconds", nil), float64(len(tt.calls)); got != want {
+				if got, want := metrictest.Value(t, reg, "controller_runtime_reconcile_time_seconds", nil), float64(len(tt.calls)); got != want {
 					t.Errorf("reconcile_time_seconds count = %v, want %v", got, want)
 				}
 			})
@@ -321,7 +322,7 @@ func TestNewValidates(t *testing.T) {
 	if _, err := controller.New(controller.Config{Name: "y", Reconciler: rec, MetricsRegisterer: reg, Workers: 4}); err != nil {
 		t.Fatalf("a second controller of another name: %v", err)
 	}
-	if got := metricValue(t, reg, "controller_runtime_max_concurrent_reconciles", map[string]string{"controller": "y"}); got != 4 {
+	if got := metrictest.Value(t, reg, "controller_runtime_max_concurrent_reconciles", map[string]string{"controller": "y"}); got != 4 {
 		t.Errorf("max_concurrent_reconciles = %v, want 4", got)
 	}
 }
@@ -489,11 +490,11 @@ func TestWorkers(t *testing.T) {
 			events <- fmt.Sprint("k", i%5)
 		}
 		synctest.Wait()
-		if got := metricValue(t, reg, "controller_runtime_active_workers", map[string]string{"controller": "pool"}); got != 3 {
+		if got := metrictest.Value(t, reg, "controller_runtime_active_workers", map[string]string{"controller": "pool"}); got != 3 {
 			t.Errorf("active_workers = %v while busy, want 3", got)
 		}
 		time.Sleep(time.Minute)
-		if got := metricValue(t, reg, "controller_runtime_active_workers", map[string]string{"controller": "pool"}); got != 0 {
+		if got := metrictest.Value(t, reg, "controller_runtime_active_workers", map[string]string{"controller": "pool"}); got != 0 {
 			t.Errorf("active_workers = %v when idle, want 0", got)
 		}
 		cancel()

@@ -45,9 +45,9 @@
 // store is driven to the machine's final pair before its finalizer is
 // removed.
 //
-//	drv, err := controller.NewDriver(gateways, machine, controller.DriverConfig[GatewaySpec, GatewayStatus]{
-//		Steps:     map[string]controller.Step[GatewaySpec, GatewayStatus]{"create_namespace": createNamespace /* … */},
-//		Observers: map[string]controller.Observer[GatewaySpec, GatewayStatus]{"deployment_available": deploymentAvailable},
+//	drv, err := driver.New(gateways, machine, driver.Config[GatewaySpec, GatewayStatus]{
+//		Steps:     map[string]driver.Step[GatewaySpec, GatewayStatus]{"create_namespace": createNamespace /* … */},
+//		Observers: map[string]driver.Observer[GatewaySpec, GatewayStatus]{"deployment_available": deploymentAvailable},
 //	})
 //	ctrl, err := controller.New(controller.Config{Name: "gateway", Reconciler: drv, Sources: []controller.Source{drv.Source()}})
 //
@@ -113,7 +113,7 @@
 // A [Source] queues keys through an [Enqueuer]; [Controller.Run] starts each
 // one. The package provides:
 //
-//   - [Kind]: every document of a kind, from an informer (package
+//   - [For]: every document of a kind, from an informer (package
 //     informer): each document of its cache when the source starts, then
 //     each change. The informer lists, then watches from the list's
 //     revision; it lists again when the store compacted the history it
@@ -149,10 +149,10 @@
 // [Config.Uncached] opts a controller out: its sources watch on their own
 // and its reconciler reads the store.
 //
-//	drv, _ := controller.NewDriver(gateways, machine, controller.DriverConfig[Spec, Status]{...})
+//	drv, _ := driver.New(gateways, machine, driver.Config[Spec, Status]{...})
 //	ctrl, _ := controller.New(controller.Config{Sources: []controller.Source{drv.Source(), controller.Owns(backend, "Route", "Gateway")}, ...})
 //	gc, _ := cascade.NewController(cascade.Config{Backend: backend})
-//	mgr, _ := controller.NewManager(controller.ManagerConfig{Controllers: []*controller.Controller{ctrl, gc}})
+//	mgr, _ := manager.New(manager.Config{Controllers: []*controller.Controller{ctrl, gc}})
 //	// mgr.Run opens one watch of ApiGateway, one of Route, …
 //
 // # Running and stopping
@@ -276,16 +276,16 @@
 //     tend_operator_commands_total by verb and result.
 //
 // A [Manager] records, for each [Driver] it runs, the driver's
-// [Driver.Registration] in a document of kind operator.MachinesKind keyed
+// [Driver.Registration] in a document of kind registry.Kind keyed
 // by the driven kind — the machine as a statemachine.Descriptor, the
 // finalizer the driver owns, the prefix of its presence leases, the
 // replica and the time — so that a program without the user's Go types
 // can read and act on the kind's documents. It is written only when the
 // machine, finalizers or prefix changed; a store not configured with
-// operator.MachinesKind records nothing (logged once, at debug level). While
+// registry.Kind records nothing (logged once, at debug level). While
 // Run runs, in every mode, each replica also holds a presence lease
 // "<LeasePrefix>presence/<kind>/<Identity>" ([PresencePrefix]) in the
-// kind's own store, where operators look for it (operator.Client.Served),
+// kind's own store, where operators look for it (oncall.Client.Served),
 // and releases it when Run returns.
 //
 // # Tracing

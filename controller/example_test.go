@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tendhq/tend/manager"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 
@@ -55,7 +57,7 @@ func Example() {
 
 // A controller watching a kind of a store: it copies each document's intent
 // into its status, the smallest possible reconcile.
-func ExampleKind() {
+func ExampleFor() {
 	ctx, stop := context.WithCancel(context.Background())
 	s, err := memory.New(memory.Config{Kinds: []string{"Widget"}})
 	if err != nil {
@@ -89,7 +91,7 @@ func ExampleKind() {
 			fmt.Println(key, "updated")
 			return controller.Result{}, err
 		}),
-		Sources: []controller.Source{controller.Kind(s, "Widget")},
+		Sources: []controller.Source{controller.For(s, "Widget")},
 	})
 	if err != nil {
 		panic(err)
@@ -144,14 +146,14 @@ func ExampleManager() {
 			}
 			return controller.Result{}, nil
 		}),
-		Sources: []controller.Source{controller.Kind(s, "Widget")},
+		Sources: []controller.Source{controller.For(s, "Widget")},
 	})
 	if err != nil {
 		panic(err)
 	}
-	m, err := controller.NewManager(controller.ManagerConfig{
+	m, err := manager.New(manager.Config{
 		Controllers: []*controller.Controller{c},
-		Mode:        controller.Sharded,
+		Mode:        manager.Sharded,
 		Leaser:      s,
 		Identity:    "replica-1",
 		Shards:      4,
@@ -163,7 +165,7 @@ func ExampleManager() {
 		panic(err)
 	}
 	for _, key := range slices.Sorted(maps.Keys(seen)) {
-		fmt.Printf("%s in shard %d, fenced by %s\n", key, controller.ShardOf(key, 4), seen[key])
+		fmt.Printf("%s in shard %d, fenced by %s\n", key, manager.ShardOf(key, 4), seen[key])
 	}
 	leases, _ := s.ListLeases(context.Background(), "")
 	fmt.Println("leases held after Run:", len(leases))
@@ -189,25 +191,25 @@ func ExampleManager_Handler() {
 		Reconciler: controller.ReconcilerFunc(func(context.Context, string) (controller.Result, error) {
 			return controller.Result{}, nil
 		}),
-		Sources:           []controller.Source{controller.Kind(s, "Widget")},
+		Sources:           []controller.Source{controller.For(s, "Widget")},
 		MetricsRegisterer: reg,
 	})
 	if err != nil {
 		panic(err)
 	}
-	changes := make(chan controller.Leadership, 2)
-	m, err := controller.NewManager(controller.ManagerConfig{
+	changes := make(chan manager.Leadership, 2)
+	m, err := manager.New(manager.Config{
 		Controllers:        []*controller.Controller{c},
-		Mode:               controller.LeaderElection,
+		Mode:               manager.LeaderElection,
 		Leaser:             s,
 		Identity:           "replica-1",
 		MetricsRegisterer:  reg,
-		OnLeadershipChange: func(l controller.Leadership) { changes <- l },
+		OnLeadershipChange: func(l manager.Leadership) { changes <- l },
 	})
 	if err != nil {
 		panic(err)
 	}
-	h := m.Handler(controller.HandlerConfig{Gatherer: reg})
+	h := m.Handler(manager.HandlerConfig{Gatherer: reg})
 	show := func(path string) {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
@@ -269,7 +271,7 @@ func ExampleManager_Serve() {
 	if err != nil {
 		panic(err)
 	}
-	m, err := controller.NewManager(controller.ManagerConfig{
+	m, err := manager.New(manager.Config{
 		Controllers:       []*controller.Controller{c},
 		MetricsRegisterer: reg,
 	})
@@ -278,7 +280,7 @@ func ExampleManager_Serve() {
 	}
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return m.Run(ctx) })
-	g.Go(func() error { return m.Serve(ctx, ":8080", controller.HandlerConfig{Gatherer: reg}) })
+	g.Go(func() error { return m.Serve(ctx, ":8080", manager.HandlerConfig{Gatherer: reg}) })
 	if err := g.Wait(); err != nil {
 		fmt.Println(err)
 	}

@@ -111,3 +111,26 @@ func LoggerFrom(ctx context.Context) *zap.Logger {
 	}
 	return zap.NewNop()
 }
+
+type reconcileIDKey struct{}
+
+// withReconcileID returns ctx carrying the reconcile id id.
+func withReconcileID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, reconcileIDKey{}, id)
+}
+
+// ReconcileIDFrom returns the id of the reconcile that ctx was handed to:
+// the reconcileID field of its log lines, the tend.reconcile.id attribute of
+// its span and the ReconcileID of the history entries it records. It
+// returns "" when ctx does not come from a reconcile.
+func ReconcileIDFrom(ctx context.Context) string {
+	id, _ := ctx.Value(reconcileIDKey{}).(string)
+	return id
+}
+
+// WithLogger returns ctx carrying l as the logger [LoggerFrom] returns: for
+// a reconciler that hands the code it calls a logger of its own (one that
+// scrubs secrets, say).
+func WithLogger(ctx context.Context, l *zap.Logger) context.Context {
+	return context.WithValue(ctx, loggerKey{}, l)
+}

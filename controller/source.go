@@ -67,41 +67,27 @@ func Channel(ch <-chan string) Source {
 	})
 }
 
-// ListWatcher is the part of a store a watching source needs: a
-// store.Backend, or an *informer.Factory over one. A source given a store
-// shares the informer of its kind (its cache and its one watch) that its
-// run makes for the store ([CacheUser]), or runs one of its own when its
-// controller is [Config.Uncached]. A source given a Factory shares that
-// factory's informer with every other consumer of the factory, which must
-// run (see [ManagerConfig.Informers]).
-type ListWatcher interface {
-	// List is store.Reader.List.
-	List(ctx context.Context, kind string, opts store.ListOptions) (store.ListResult, error)
-	// Watch is store.Watcher.Watch.
-	Watch(ctx context.Context, kind string, fromRevision int64) (store.Watch, error)
-}
-
-// Kind returns a source that queues the key of every document of kind: each
+// For returns a source that queues the key of every document of kind: each
 // document of the informer's cache when it starts, then each document
 // added, modified or deleted. The informer (shared when lw is an
-// *informer.Factory, see [ListWatcher]) lists and watches from the list's
+// *informer.Factory, see [informer.ListWatcher]) lists and watches from the list's
 // revision; when the store has compacted the history it needs
 // (store.ErrCompacted), it lists again and reports what changed meanwhile;
 // when the watch fails otherwise it watches again from the last revision
 // received, missing nothing. store.ErrUnknownKind, store.ErrInvalid and
 // store.ErrClosed stop the controller.
-func Kind(lw ListWatcher, kind string) Source {
+func For(lw informer.ListWatcher, kind string) Source {
 	return newWatchSource(lw, kind, kind, func(e Enqueuer, doc *store.Document, _ bool, reason string) {
 		e.Enqueue(doc.Meta.Key, reason)
 	})
 }
 
-// Owns returns a source that watches the documents of kind, as [Kind] does,
+// Owns returns a source that watches the documents of kind, as [For] does,
 // and for each one queues the key of its controlling owner: the owner
 // reference with Controller set whose Kind is ownerKind. A dependent
 // without such an owner queues nothing. An owner reference removed by an
 // update is not reported to the former owner.
-func Owns(lw ListWatcher, kind, ownerKind string) Source {
+func Owns(lw informer.ListWatcher, kind, ownerKind string) Source {
 	return newWatchSource(lw, kind, kind+" owned by "+ownerKind, func(e Enqueuer, doc *store.Document, _ bool, reason string) {
 		for _, o := range doc.Meta.Owners {
 			if o.Controller && o.Kind == ownerKind {
@@ -112,10 +98,10 @@ func Owns(lw ListWatcher, kind, ownerKind string) Source {
 	})
 }
 
-// Watches returns a source that watches the documents of kind, as [Kind]
+// Watches returns a source that watches the documents of kind, as [For]
 // does, and queues the keys keys(doc) returns for each one. keys is called
 // from one goroutine at a time and must not block.
-func Watches(lw ListWatcher, kind string, keys func(doc store.Document) []string) Source {
+func Watches(lw informer.ListWatcher, kind string, keys func(doc store.Document) []string) Source {
 	return newWatchSource(lw, kind, kind+" watched", func(e Enqueuer, doc *store.Document, _ bool, reason string) {
 		for _, k := range keys(*doc) {
 			e.Enqueue(k, reason)
@@ -123,10 +109,35 @@ func Watches(lw ListWatcher, kind string, keys func(doc store.Document) []string
 	})
 }
 
+// Event is a change of a document as a watching source reports it to the
+// function given to [Events].
+type Event struct {
+	// Doc is the document as the change left it (as it was last, for a
+	// deletion). It must not be modified.
+	Doc *store.Document
+	// Listed is set for each document of a list: the one a source makes when
+	// it starts, when its watch had to start over, or when the replica
+	// gained keys. A listed document's change may have been seen already.
+	Listed bool
+	// Reason says what happened, for logs: "<kind> listed", "<kind> added",
+	// "<kind> modified" or "<kind> deleted".
+	Reason string
+}
+
+// Events returns a source that watches the documents of kind, as [For]
+// does, and calls handle for each change, which queues what the change
+// calls for through e. handle is called from one goroutine at a time and
+// must not block.
+func Events(lw informer.ListWatcher, kind string, handle func(e Enqueuer, ev Event)) Source {
+	return newWatchSource(lw, kind, kind, func(e Enqueuer, doc *store.Document, listed bool, reason string) {
+		handle(e, Event{Doc: doc, Listed: listed, Reason: reason})
+	})
+}
+
 // watchSource subscribes to the informer of one kind and maps each document
 // to keys.
 type watchSource struct {
-	lw   ListWatcher
+	lw   informer.ListWatcher
 	kind string
 	// emit queues what doc's change calls for; listed is set for the
 	// documents of the cache when the source starts, which no watch
@@ -140,7 +151,7 @@ type watchSource struct {
 	shared atomic.Pointer[informer.Factory]
 }
 
-func newWatchSource(lw ListWatcher, kind, what string, emit func(Enqueuer, *store.Document, bool, string)) *watchSource {
+func newWatchSource(lw informer.ListWatcher, kind, what string, emit func(Enqueuer, *store.Document, bool, string)) *watchSource {
 	return &watchSource{
 		lw:   lw,
 		kind: kind,
@@ -156,13 +167,13 @@ func newWatchSource(lw ListWatcher, kind, what string, emit func(Enqueuer, *stor
 
 // CacheStore implements [CacheUser]: the store the source watches, unless
 // it was given an informer.Factory.
-func (s *watchSource) CacheStore() ListWatcher { return storeOf(s.lw) }
+func (s *watchSource) CacheStore() informer.ListWatcher { return storeOf(s.lw) }
 
 // UseCache implements [CacheUser].
 func (s *watchSource) UseCache(f *informer.Factory) { s.shared.Store(f) }
 
 // storeOf returns lw, or nil when lw is an informer.Factory.
-func storeOf(lw ListWatcher) ListWatcher {
+func storeOf(lw informer.ListWatcher) informer.ListWatcher {
 	if _, ok := lw.(*informer.Factory); ok {
 		return nil
 	}
@@ -172,7 +183,7 @@ func storeOf(lw ListWatcher) ListWatcher {
 // Start implements [Source].
 func (s *watchSource) Start(ctx context.Context, e Enqueuer) error {
 	if s.lw == nil || s.kind == "" {
-		return fmt.Errorf("%w: watch source needs a ListWatcher and a kind", ErrInvalidConfig)
+		return fmt.Errorf("%w: watch source needs a informer.ListWatcher and a kind", ErrInvalidConfig)
 	}
 	lw := s.lw
 	if f := s.shared.Load(); f != nil {
@@ -250,12 +261,12 @@ func (s *watchSource) relist(ctx context.Context, e Enqueuer) error {
 // after the start. Failures are retried at the next period;
 // store.ErrUnknownKind, store.ErrInvalid and store.ErrClosed stop the
 // controller.
-func Resync(lw ListWatcher, kind string, every time.Duration) Source {
+func Resync(lw informer.ListWatcher, kind string, every time.Duration) Source {
 	return &resyncSource{lw: lw, kind: kind, every: every, reason: kind + " resync"}
 }
 
 type resyncSource struct {
-	lw     ListWatcher
+	lw     informer.ListWatcher
 	kind   string
 	every  time.Duration
 	reason string
@@ -264,7 +275,7 @@ type resyncSource struct {
 
 // CacheStore implements [CacheUser]: the store the source lists, unless it
 // was given an informer.Factory.
-func (s *resyncSource) CacheStore() ListWatcher { return storeOf(s.lw) }
+func (s *resyncSource) CacheStore() informer.ListWatcher { return storeOf(s.lw) }
 
 // UseCache implements [CacheUser]: the source lists the cache of f.
 func (s *resyncSource) UseCache(f *informer.Factory) { s.shared.Store(f) }
@@ -272,7 +283,7 @@ func (s *resyncSource) UseCache(f *informer.Factory) { s.shared.Store(f) }
 // Start implements [Source].
 func (s *resyncSource) Start(ctx context.Context, e Enqueuer) error {
 	if s.lw == nil || s.kind == "" || s.every <= 0 {
-		return fmt.Errorf("%w: Resync needs a ListWatcher, a kind and a positive period", ErrInvalidConfig)
+		return fmt.Errorf("%w: Resync needs a informer.ListWatcher, a kind and a positive period", ErrInvalidConfig)
 	}
 	t := time.NewTicker(s.every)
 	defer t.Stop()
@@ -289,7 +300,7 @@ func (s *resyncSource) Start(ctx context.Context, e Enqueuer) error {
 }
 
 func (s *resyncSource) relist(ctx context.Context, e Enqueuer) error {
-	var lw ListWatcher = s.lw
+	var lw informer.ListWatcher = s.lw
 	if f := s.shared.Load(); f != nil {
 		lw = f
 	}

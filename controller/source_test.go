@@ -12,6 +12,7 @@ import (
 
 	"github.com/tendhq/tend/backends/memory"
 	"github.com/tendhq/tend/controller"
+	"github.com/tendhq/tend/internal/doctest"
 	"github.com/tendhq/tend/store"
 )
 
@@ -47,27 +48,6 @@ func (r *recorder) take() []string {
 	return q
 }
 
-func newStore(t *testing.T, cfg memory.Config) *memory.Store {
-	t.Helper()
-	if cfg.Kinds == nil {
-		cfg.Kinds = []string{"Widget", "Gadget"}
-	}
-	s, err := memory.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-func create(t *testing.T, s store.Backend, kind, key string, owners ...store.OwnerRef) store.Document {
-	t.Helper()
-	d, err := s.Create(t.Context(), store.Document{Meta: store.Meta{Kind: kind, Key: key, Owners: owners}, Spec: []byte(`{}`)})
-	if err != nil {
-		t.Fatalf("create %s %s: %v", kind, key, err)
-	}
-	return d
-}
-
 // start runs src with rec until the test's bubble ends it; it returns a
 // func that stops it and returns Start's error.
 func start(t *testing.T, src controller.Source, rec controller.Enqueuer) func() error {
@@ -95,11 +75,11 @@ func TestWatchSources(t *testing.T) {
 	}{
 		{
 			name:   "kind",
-			source: func(s *memory.Store) controller.Source { return controller.Kind(s, "Widget") },
+			source: func(s *memory.Store) controller.Source { return controller.For(s, "Widget") },
 			listed: []string{"a Widget listed", "b Widget listed"},
 			changes: func(t *testing.T, s *memory.Store) {
-				create(t, s, "Widget", "c")
-				create(t, s, "Gadget", "g") // another kind: ignored
+				doctest.Create(t, s, "Widget", "c")
+				doctest.Create(t, s, "Gadget", "g") // another kind: ignored
 				d, _ := s.Get(t.Context(), "Widget", "a")
 				d.Spec = []byte(`{"x":1}`)
 				if _, err := s.UpdateSpec(t.Context(), d); err != nil {
@@ -116,10 +96,10 @@ func TestWatchSources(t *testing.T) {
 			source: func(s *memory.Store) controller.Source { return controller.Owns(s, "Gadget", "Widget") },
 			listed: []string{"a Gadget owned by Widget listed"},
 			changes: func(t *testing.T, s *memory.Store) {
-				create(t, s, "Gadget", "g2", owner("Widget", "b", true))
-				create(t, s, "Gadget", "g3", owner("Widget", "a", false))                             // not the controller
-				create(t, s, "Gadget", "g4", owner("Other", "a", true))                               // another owner kind
-				create(t, s, "Gadget", "g5", owner("Widget", "x", false), owner("Widget", "c", true)) // the controller among others
+				doctest.Create(t, s, "Gadget", "g2", owner("Widget", "b", true))
+				doctest.Create(t, s, "Gadget", "g3", owner("Widget", "a", false))                             // not the controller
+				doctest.Create(t, s, "Gadget", "g4", owner("Other", "a", true))                               // another owner kind
+				doctest.Create(t, s, "Gadget", "g5", owner("Widget", "x", false), owner("Widget", "c", true)) // the controller among others
 				if err := s.Delete(t.Context(), "Gadget", "g1", store.DeleteOptions{}); err != nil {
 					t.Fatal(err)
 				}
@@ -135,7 +115,7 @@ func TestWatchSources(t *testing.T) {
 			},
 			listed: []string{"all Gadget watched listed", "of-g1 Gadget watched listed"},
 			changes: func(t *testing.T, s *memory.Store) {
-				create(t, s, "Gadget", "g2")
+				doctest.Create(t, s, "Gadget", "g2")
 			},
 			watched: []string{"all Gadget watched Added", "of-g2 Gadget watched Added"},
 		},
@@ -143,10 +123,10 @@ func TestWatchSources(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				s := newStore(t, memory.Config{})
-				create(t, s, "Widget", "a")
-				create(t, s, "Widget", "b")
-				create(t, s, "Gadget", "g1", owner("Widget", "a", true))
+				s := doctest.NewStore(t, memory.Config{})
+				doctest.Create(t, s, "Widget", "a")
+				doctest.Create(t, s, "Widget", "b")
+				doctest.Create(t, s, "Gadget", "g1", owner("Widget", "a", true))
 				rec := &recorder{}
 				stop := start(t, tt.source(s), rec)
 				if got := rec.take(); !slices.Equal(got, tt.listed) {
@@ -229,12 +209,12 @@ func (w *flakyWatch) Next(ctx context.Context) (store.Event, error) {
 func TestWatchRecovers(t *testing.T) {
 	t.Run("compacted relists", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			f := &flaky{Store: newStore(t, memory.Config{})}
-			create(t, f, "Widget", "a")
+			f := &flaky{Store: doctest.NewStore(t, memory.Config{})}
+			doctest.Create(t, f, "Widget", "a")
 			rec := &recorder{}
-			stop := start(t, controller.Kind(f, "Widget"), rec)
+			stop := start(t, controller.For(f, "Widget"), rec)
 			f.failNext(fmt.Errorf("wrapped: %w", store.ErrCompacted))
-			create(t, f, "Widget", "b") // its event is swallowed by the failure; the relist finds b
+			doctest.Create(t, f, "Widget", "b") // its event is swallowed by the failure; the relist finds b
 			synctest.Wait()
 			// The relist reports what changed meanwhile, not what did not.
 			want := []string{"a Widget listed", "b Widget Added"}
@@ -251,13 +231,13 @@ func TestWatchRecovers(t *testing.T) {
 	})
 	t.Run("lagged resumes", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			f := &flaky{Store: newStore(t, memory.Config{})}
+			f := &flaky{Store: doctest.NewStore(t, memory.Config{})}
 			rec := &recorder{}
-			stop := start(t, controller.Kind(f, "Widget"), rec)
-			a := create(t, f, "Widget", "a")
+			stop := start(t, controller.For(f, "Widget"), rec)
+			a := doctest.Create(t, f, "Widget", "a")
 			synctest.Wait()
 			f.failNext(store.ErrWatchLagged) // the event of b is cut off, not lost
-			create(t, f, "Widget", "b")
+			doctest.Create(t, f, "Widget", "b")
 			synctest.Wait()
 			want := []string{"a Widget Added", "b Widget Added"}
 			if got := rec.take(); !slices.Equal(got, want) {
@@ -273,13 +253,13 @@ func TestWatchRecovers(t *testing.T) {
 	})
 	t.Run("transient errors back off", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			f := &flaky{Store: newStore(t, memory.Config{})}
-			create(t, f, "Widget", "a")
+			f := &flaky{Store: doctest.NewStore(t, memory.Config{})}
+			doctest.Create(t, f, "Widget", "a")
 			errDown := errors.New("store unreachable")
 			f.listErrs = []error{errDown, errDown, errDown}
 			rec := &recorder{}
 			begin := time.Now()
-			stop := start(t, controller.Kind(f, "Widget"), rec)
+			stop := start(t, controller.For(f, "Widget"), rec)
 			if got := rec.take(); len(got) != 0 {
 				t.Fatalf("queued %q before the store answered", got)
 			}
@@ -303,13 +283,13 @@ func TestWatchRecovers(t *testing.T) {
 	// lag or be compacted: whichever happens, nothing is lost.
 	t.Run("a blocked consumer and a tiny history lose nothing", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			s := &flaky{Store: newStore(t, memory.Config{History: 4, WatchBuffer: 2})}
+			s := &flaky{Store: doctest.NewStore(t, memory.Config{History: 4, WatchBuffer: 2})}
 			rec := &recorder{block: make(chan struct{})}
-			stop := start(t, controller.Kind(s, "Widget"), rec)
-			create(t, s, "Widget", "k0") // the source blocks queueing it
+			stop := start(t, controller.For(s, "Widget"), rec)
+			doctest.Create(t, s, "Widget", "k0") // the source blocks queueing it
 			synctest.Wait()
 			for i := 1; i < 20; i++ {
-				create(t, s, "Widget", fmt.Sprint("k", i))
+				doctest.Create(t, s, "Widget", fmt.Sprint("k", i))
 			}
 			rec.mu.Lock()
 			close(rec.block)
@@ -336,11 +316,11 @@ func TestWatchRecovers(t *testing.T) {
 	})
 	t.Run("unknown kind is fatal", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			s := newStore(t, memory.Config{})
+			s := doctest.NewStore(t, memory.Config{})
 			c, err := controller.New(controller.Config{
 				Name:       "unknown",
 				Reconciler: controller.ReconcilerFunc(func(context.Context, string) (controller.Result, error) { return controller.Result{}, nil }),
-				Sources:    []controller.Source{controller.Kind(s, "Nope")},
+				Sources:    []controller.Source{controller.For(s, "Nope")},
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -354,9 +334,9 @@ func TestWatchRecovers(t *testing.T) {
 
 func TestResync(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := newStore(t, memory.Config{})
-		create(t, s, "Widget", "a")
-		create(t, s, "Widget", "b")
+		s := doctest.NewStore(t, memory.Config{})
+		doctest.Create(t, s, "Widget", "a")
+		doctest.Create(t, s, "Widget", "b")
 		rec := &recorder{}
 		stop := start(t, controller.Resync(s, "Widget", 10*time.Second), rec)
 		time.Sleep(10*time.Second - time.Nanosecond)
@@ -388,9 +368,9 @@ func TestResync(t *testing.T) {
 // behind keys queued by changes.
 func TestResyncYieldsToChanges(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := newStore(t, memory.Config{})
+		s := doctest.NewStore(t, memory.Config{})
 		for _, k := range []string{"r1", "r2", "r3"} {
-			create(t, s, "Widget", k)
+			doctest.Create(t, s, "Widget", k)
 		}
 		events := make(chan string, 3)
 		gate := make(chan struct{})

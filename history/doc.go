@@ -36,7 +36,7 @@
 // # Reading
 //
 // A [Reader] returns the entries of one document. The controller package
-// serves them over HTTP (controller.HandlerConfig.History), and fills each
+// serves them over HTTP (manager.HandlerConfig.History), and fills each
 // entry's ReconcileID and TraceID so that an entry joins the reconcile's log
 // lines (field reconcileID) and its span (attribute tend.reconcile.id).
 package history

@@ -32,7 +32,7 @@ const (
 	// hold yet; observe again later.
 	Wait
 	// Hold: the object is in the Fault phase and its intent has no rule there;
-	// it waits for an operator. Decision.Reason says why it failed.
+	// it waits for an oncall. Decision.Reason says why it failed.
 	Hold
 	// Backoff: step Decision.Step failed last and may not run again before
 	// Decision.Until (the retry time kept in status); come back then.
@@ -155,7 +155,7 @@ const (
 	// Failed: a transient failure; the step is retried, Attempts grows.
 	Failed
 	// FailedTerminal: a terminal failure; the object moves to the Fault
-	// phase with the reason, for an operator.
+	// phase with the reason, for an oncall.
 	FailedTerminal
 	// Pending: the step's work runs elsewhere and has not ended (a job it
 	// started, a long operation of a cloud API); the step runs again to

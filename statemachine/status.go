@@ -60,7 +60,7 @@ type Status[S, P comparable] struct {
 
 // Pause is an operator's hold on an object (see [Status.Paused]).
 type Pause struct {
-	// By names the operator.
+	// By names the oncall.
 	By string `json:"by,omitempty"`
 	// Reason says why, for the other operators.
 	Reason string `json:"reason,omitempty"`
@@ -179,7 +179,7 @@ type Operation[P comparable] struct {
 	Tokens  []string `json:"tokens,omitempty"`
 }
 
-// Failure records why an operation was given up, for an operator.
+// Failure records why an operation was given up, for an oncall.
 type Failure[P comparable] struct {
 	// Operation is the operation that failed, as it was when it failed. An
 	// operation that begins its phase again from the failure's phase resumes

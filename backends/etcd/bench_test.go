@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/tendhq/tend/backends/etcd"
-	"github.com/tendhq/tend/controller/controllertest"
+	"github.com/tendhq/tend/manager/managertest"
 	"github.com/tendhq/tend/store"
 )
 
@@ -87,14 +87,14 @@ func BenchmarkWatchDelivery(b *testing.B) {
 
 // BenchmarkConverge measures 10,000 documents going from Creating to
 // Started through a gateway-like machine with instant steps, as
-// controllertest.Converge describes, with 8 and with 32 workers. Run it once
+// managertest.Converge describes, with 8 and with 32 workers. Run it once
 // per measurement:
 //
 //	go test -run '^$' -bench Converge -benchtime 1x .
 func BenchmarkConverge(b *testing.B) {
 	for _, workers := range []int{8, 32} {
 		b.Run(fmt.Sprintf("workers-%d", workers), func(b *testing.B) {
-			controllertest.Converge(b, controllertest.ConvergeConfig{Workers: workers,
+			managertest.Converge(b, managertest.ConvergeConfig{Workers: workers,
 				Open: func(b *testing.B, kinds []string) store.Backend { return benchStore(b, kinds...) },
 			})
 		})

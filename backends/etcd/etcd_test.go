@@ -11,7 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/tendhq/tend/backends/etcd"
-	"github.com/tendhq/tend/controller/controllertest"
+	"github.com/tendhq/tend/manager/managertest"
 	"github.com/tendhq/tend/store"
 	"github.com/tendhq/tend/store/storetest"
 )
@@ -21,7 +21,7 @@ import (
 var shared *cluster
 
 func TestMain(m *testing.M) {
-	controllertest.ReplicaMain(failover)
+	managertest.ReplicaMain(failover)
 	dir, err := os.MkdirTemp("", "tend-etcd-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

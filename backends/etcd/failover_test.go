@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/tendhq/tend/backends/etcd"
-	"github.com/tendhq/tend/controller/controllertest"
+	"github.com/tendhq/tend/manager/managertest"
 	"github.com/tendhq/tend/store"
 )
 
@@ -21,7 +21,7 @@ const (
 
 // failover opens the store named by the environment, in the test process
 // and in the replica processes alike.
-var failover = controllertest.FailoverConfig{
+var failover = managertest.FailoverConfig{
 	Open: func(ctx context.Context, kinds []string) (store.Backend, func(), error) {
 		cli, err := newClient(strings.Split(os.Getenv(envEndpoints), ","))
 		if err != nil {
@@ -38,7 +38,7 @@ var failover = controllertest.FailoverConfig{
 	ExpiryLag: 500 * time.Millisecond,
 }
 
-// TestFailover runs controllertest.Failover over a three-member etcd
+// TestFailover runs managertest.Failover over a three-member etcd
 // cluster: three replica processes, one killed with SIGKILL mid-work.
 func TestFailover(t *testing.T) {
 	c, err := startCluster(t.TempDir(), clusterOptions{members: 3})
@@ -48,5 +48,5 @@ func TestFailover(t *testing.T) {
 	defer c.stop()
 	t.Setenv(envEndpoints, strings.Join(c.endpoints(), ","))
 	t.Setenv(envPrefix, "/failover/")
-	controllertest.Failover(t, failover)
+	managertest.Failover(t, failover)
 }

@@ -8,7 +8,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/tendhq/tend/backends/kube"
-	"github.com/tendhq/tend/controller/controllertest"
+	"github.com/tendhq/tend/manager/managertest"
 	"github.com/tendhq/tend/store"
 )
 
@@ -19,7 +19,7 @@ const envFailoverNamespace = "TEND_KUBE_FAILOVER_NAMESPACE"
 // failover opens the store named by the environment, in the test process
 // and in the replica processes alike. The store cannot fence, so the
 // replicas run unfenced.
-var failover = controllertest.FailoverConfig{
+var failover = managertest.FailoverConfig{
 	Open: func(ctx context.Context, kinds []string) (store.Backend, func(), error) {
 		cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv("TEND_KUBECONFIG"))
 		if err != nil {
@@ -38,10 +38,10 @@ var failover = controllertest.FailoverConfig{
 	Unfenced: true,
 }
 
-// TestFailover runs controllertest.Failover over the API server: three
+// TestFailover runs managertest.Failover over the API server: three
 // replica processes sharding a kind through coordination Leases, one killed
 // with SIGKILL mid-work, with ManagerConfig.Unfenced as this store requires.
 func TestFailover(t *testing.T) {
 	t.Setenv(envFailoverNamespace, storeNamespace(t, restConfig(t)))
-	controllertest.Failover(t, failover)
+	managertest.Failover(t, failover)
 }

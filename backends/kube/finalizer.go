@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/tendhq/tend/finalizer"
 	"github.com/tendhq/tend/store"
 )
 
@@ -28,8 +27,6 @@ type FinalizerObject struct {
 	c   *Client
 	obj *unstructured.Unstructured
 }
-
-var _ finalizer.Object = (*FinalizerObject)(nil)
 
 // NewFinalizerObject returns a finalizer.Object over obj, an object read
 // from the API server through c (its apiVersion, kind, name, uid and

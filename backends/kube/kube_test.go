@@ -25,8 +25,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/tendhq/tend/backends/kube"
-	"github.com/tendhq/tend/controller/controllertest"
 	"github.com/tendhq/tend/internal/servertest"
+	"github.com/tendhq/tend/manager/managertest"
 	"github.com/tendhq/tend/store"
 	"github.com/tendhq/tend/store/storetest"
 )
@@ -34,7 +34,7 @@ import (
 func TestMain(m *testing.M) {
 	// client-go keeps one cached HTTP/2 connection per API server for the
 	// life of the process.
-	controllertest.ReplicaMain(failover) // in a failover replica process: run it and exit
+	managertest.ReplicaMain(failover) // in a failover replica process: run it and exit
 	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("golang.org/x/net/http2.(*ClientConn).readLoop"))
 }
 

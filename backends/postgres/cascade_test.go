@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tendhq/tend/manager"
+
 	"github.com/tendhq/tend/backends/postgres"
 	"github.com/tendhq/tend/cascade"
 	"github.com/tendhq/tend/controller"
@@ -129,7 +131,7 @@ func (d *dying) ListLeases(ctx context.Context, prefix string) ([]store.Lease, e
 // before their owners, no document is deleted twice, and a dependent with
 // another owner stays with that owner alone.
 func TestCascadeFailover(t *testing.T) {
-	for _, mode := range []controller.Mode{controller.LeaderElection, controller.Sharded} {
+	for _, mode := range []manager.Mode{manager.LeaderElection, manager.Sharded} {
 		t.Run(mode.String(), func(t *testing.T) {
 			ctx := t.Context()
 			kinds := []string{"Gateway", "Route", "Secret"}
@@ -158,14 +160,14 @@ func TestCascadeFailover(t *testing.T) {
 
 			deleted := &sync.Map{}
 			var replicas []*dying
-			var managers []*controller.Manager
+			var managers []*manager.Manager
 			for _, id := range []string{"a", "b"} {
 				d := &dying{Backend: newStore(t, postgres.Config{Schema: schema, Kinds: kinds, Logger: nopLogger}), deleted: deleted}
 				c, err := cascade.NewController(cascade.Config{Backend: d, Workers: 2})
 				if err != nil {
 					t.Fatal(err)
 				}
-				m, err := controller.NewManager(controller.ManagerConfig{
+				m, err := manager.New(manager.Config{
 					Controllers:   []*controller.Controller{c},
 					Mode:          mode,
 					Leaser:        d,
@@ -189,7 +191,7 @@ func TestCascadeFailover(t *testing.T) {
 				replicas, managers = append(replicas, d), append(managers, m)
 				waitFor(t, 30*time.Second, "replica "+id+" to start", func() bool {
 					switch mode {
-					case controller.LeaderElection:
+					case manager.LeaderElection:
 						return managers[0].IsLeader()
 					default:
 						return len(m.OwnedShards()) > 0 && (len(managers) == 1 || len(managers[0].OwnedShards()) < 8)
@@ -303,7 +305,7 @@ func TestCascadeFencedWriteOfDeposedLeader(t *testing.T) {
 		}
 	}
 	var replicas []*dying
-	var managers []*controller.Manager
+	var managers []*manager.Manager
 	for _, id := range []string{"a", "b"} {
 		d := &dying{Backend: newStore(t, postgres.Config{Schema: schema, Kinds: kinds, Logger: nopLogger}), deleted: &sync.Map{}}
 		if id == "a" {
@@ -313,9 +315,9 @@ func TestCascadeFencedWriteOfDeposedLeader(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := controller.NewManager(controller.ManagerConfig{
+		m, err := manager.New(manager.Config{
 			Controllers:   []*controller.Controller{c},
-			Mode:          controller.LeaderElection,
+			Mode:          manager.LeaderElection,
 			Leaser:        d,
 			Identity:      id,
 			LeaseDuration: 3 * time.Second,

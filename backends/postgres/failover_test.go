@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/tendhq/tend/backends/postgres"
-	"github.com/tendhq/tend/controller/controllertest"
+	"github.com/tendhq/tend/manager/managertest"
 	"github.com/tendhq/tend/store"
 )
 
@@ -17,7 +17,7 @@ const envSchema = "TEND_POSTGRES_FAILOVER_SCHEMA"
 // failover opens the store named by the environment, in the test process
 // and in the replica processes alike. Leases expire by the server's clock
 // as soon as their TTL passes, so it has no expiry lag.
-var failover = controllertest.FailoverConfig{
+var failover = managertest.FailoverConfig{
 	Open: func(ctx context.Context, kinds []string) (store.Backend, func(), error) {
 		s, err := postgres.New(ctx, postgres.Config{
 			URL:    os.Getenv("TEND_POSTGRES_URL"),
@@ -31,10 +31,10 @@ var failover = controllertest.FailoverConfig{
 	},
 }
 
-// TestFailover runs controllertest.Failover over the test server: three
+// TestFailover runs managertest.Failover over the test server: three
 // replica processes, one killed with SIGKILL mid-work.
 func TestFailover(t *testing.T) {
 	serverURL(t)
 	t.Setenv(envSchema, newSchema(t, newPool(t)))
-	controllertest.Failover(t, failover)
+	managertest.Failover(t, failover)
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tendhq/tend/manager"
+
 	"github.com/tendhq/tend/backends/postgres"
 	"github.com/tendhq/tend/cascade"
 	"github.com/tendhq/tend/controller"
@@ -73,7 +75,7 @@ func TestDocumentHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mgr, err := controller.NewManager(controller.ManagerConfig{Controllers: []*controller.Controller{gc}})
+	mgr, err := manager.New(manager.Config{Controllers: []*controller.Controller{gc}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,10 +6,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tendhq/tend/driver"
+	"github.com/tendhq/tend/manager"
+	"github.com/tendhq/tend/registry"
+
 	"github.com/tendhq/tend/backends/postgres"
 	"github.com/tendhq/tend/controller"
 	"github.com/tendhq/tend/history"
-	"github.com/tendhq/tend/operator"
+	"github.com/tendhq/tend/oncall"
 	sm "github.com/tendhq/tend/statemachine"
 	"github.com/tendhq/tend/store"
 	"github.com/tendhq/tend/workqueue"
@@ -26,7 +30,7 @@ type widgetStatus struct {
 }
 
 // widgetMachine builds a widget in two steps; Failed holds it for an
-// operator.
+// oncall.
 func widgetMachine(t *testing.T) *sm.Machine[string, string] {
 	t.Helper()
 	m, err := sm.New(sm.Definition[string, string]{
@@ -67,13 +71,13 @@ func eventually(t *testing.T, what string, cond func() bool) {
 }
 
 // TestOperatorActions runs a widget's controller on PostgreSQL and acts on
-// a widget as an operator does, through operator.Client: the controller
+// a widget as an operator does, through oncall.Client: the controller
 // records its machine and holds its presence lease; a widget whose step
 // keeps failing is paused, a retry issued meanwhile waits for the resume,
 // and then runs the step at once although its backoff has minutes left.
 func TestOperatorActions(t *testing.T) {
 	ctx := t.Context()
-	kinds := append([]string{"Widget", operator.MachinesKind}, history.Kinds("Widget")...)
+	kinds := append([]string{"Widget", registry.Kind}, history.Kinds("Widget")...)
 	s := newStore(t, postgres.Config{Kinds: kinds, Logger: nopLogger})
 	coll, err := store.NewCollection[widgetSpec, widgetStatus](s, "Widget", store.CollectionConfig{})
 	if err != nil {
@@ -88,8 +92,8 @@ func TestOperatorActions(t *testing.T) {
 	step := func(ctx context.Context, obj *store.Object[widgetSpec, widgetStatus], opID string) (sm.Outcome, error) {
 		return sm.Done, nil
 	}
-	d, err := controller.NewDriver(coll, widgetMachine(t), controller.DriverConfig[widgetSpec, widgetStatus]{
-		Steps: map[string]controller.Step[widgetSpec, widgetStatus]{
+	d, err := driver.New(coll, widgetMachine(t), driver.Config[widgetSpec, widgetStatus]{
+		Steps: map[string]driver.Step[widgetSpec, widgetStatus]{
 			"prepare": step,
 			"build": func(ctx context.Context, obj *store.Object[widgetSpec, widgetStatus], opID string) (sm.Outcome, error) {
 				builds.Add(1)
@@ -101,7 +105,7 @@ func TestOperatorActions(t *testing.T) {
 			},
 			"remove": step,
 		},
-		Observers: map[string]controller.Observer[widgetSpec, widgetStatus]{
+		Observers: map[string]driver.Observer[widgetSpec, widgetStatus]{
 			"built": func(ctx context.Context, obj *store.Object[widgetSpec, widgetStatus]) (bool, string, error) {
 				return built.Load(), "", nil
 			},
@@ -116,7 +120,7 @@ func TestOperatorActions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := controller.NewManager(controller.ManagerConfig{Controllers: []*controller.Controller{c}, Identity: "r1", LeasePrefix: "w/"})
+	m, err := manager.New(manager.Config{Controllers: []*controller.Controller{c}, Identity: "r1", LeasePrefix: "w/"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +143,7 @@ func TestOperatorActions(t *testing.T) {
 	}
 	defer halt()
 
-	ops, err := operator.New(s, operator.Config{Actor: "ann"})
+	ops, err := oncall.New(s, oncall.Config{Actor: "ann"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +181,7 @@ func TestOperatorActions(t *testing.T) {
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	e, err := ops.Wait(wctx, "Widget", "w-1", cmd.ID)
-	if err != nil || e.Outcome != operator.OutcomeApplied || e.Actor != "ann" || e.Step != "build" {
+	if err != nil || e.Outcome != oncall.OutcomeApplied || e.Actor != "ann" || e.Step != "build" {
 		t.Fatalf("retry: %+v, %v", e, err)
 	}
 	eventually(t, "the widget ready", func() bool {

@@ -16,14 +16,14 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/tendhq/tend/backends/postgres"
-	"github.com/tendhq/tend/controller/controllertest"
 	"github.com/tendhq/tend/internal/servertest"
+	"github.com/tendhq/tend/manager/managertest"
 	"github.com/tendhq/tend/store"
 	"github.com/tendhq/tend/store/storetest"
 )
 
 func TestMain(m *testing.M) {
-	controllertest.ReplicaMain(failover)
+	managertest.ReplicaMain(failover)
 	// pgxpool's background health checks stop when the pools close; the
 	// leak check runs after every test's cleanup.
 	goleak.VerifyTestMain(m)

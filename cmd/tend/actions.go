@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tendhq/tend/operator"
+	"github.com/tendhq/tend/oncall"
 	"github.com/tendhq/tend/statemachine"
 )
 
@@ -81,7 +81,7 @@ func (a *action) do(ctx context.Context, kind, key, what string, act func(c *con
 		return fmt.Errorf("waiting for command %s: %w", cmd.ID, err)
 	}
 	switch e.Outcome {
-	case operator.OutcomeRefused:
+	case oncall.OutcomeRefused:
 		return fmt.Errorf("%w %s: %s", errCommandRefused, cmd.ID, e.Reason)
 	case "":
 		// The store keeps no history of the kind: the command left the

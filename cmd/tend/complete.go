@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tendhq/tend/operator"
+	"github.com/tendhq/tend/oncall"
 	"github.com/tendhq/tend/statemachine"
 	"github.com/tendhq/tend/store"
 )
@@ -28,7 +28,7 @@ func (o *options) completeKindKey(cmd *cobra.Command, args []string, prefix stri
 
 // argOf returns the words a command's third argument may be, for a
 // document of a kind with machine m.
-type argOf func(m *statemachine.Machine[string, string], obj operator.Object) []string
+type argOf func(m *statemachine.Machine[string, string], obj oncall.Object) []string
 
 // completeArgs completes KIND, KEY and, with third, the argument after
 // them.
@@ -87,7 +87,7 @@ func withPrefix(words []string, prefix string) []string {
 }
 
 // stepsOf offers the step that failed, or else every step of the machine.
-func stepsOf(m *statemachine.Machine[string, string], obj operator.Object) []string {
+func stepsOf(m *statemachine.Machine[string, string], obj oncall.Object) []string {
 	if s, ok := obj.FailedStep(m); ok {
 		return []string{s}
 	}
@@ -95,7 +95,7 @@ func stepsOf(m *statemachine.Machine[string, string], obj operator.Object) []str
 }
 
 // restingPhases offers the phases a move may go to.
-func restingPhases(m *statemachine.Machine[string, string], _ operator.Object) []string {
+func restingPhases(m *statemachine.Machine[string, string], _ oncall.Object) []string {
 	var out []string
 	for _, p := range m.Phases() {
 		if s, _ := m.Spec(p); s.Kind == statemachine.Resting || s.Kind == statemachine.Terminal {
@@ -106,11 +106,11 @@ func restingPhases(m *statemachine.Machine[string, string], _ operator.Object) [
 }
 
 // requestsOf offers the machine's requests.
-func requestsOf(m *statemachine.Machine[string, string], _ operator.Object) []string {
+func requestsOf(m *statemachine.Machine[string, string], _ oncall.Object) []string {
 	return m.Requests()
 }
 
 // finalizersOf offers the document's finalizers.
-func finalizersOf(_ *statemachine.Machine[string, string], obj operator.Object) []string {
+func finalizersOf(_ *statemachine.Machine[string, string], obj oncall.Object) []string {
 	return obj.Meta.Finalizers
 }

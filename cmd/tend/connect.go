@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tendhq/tend/registry"
+
 	"github.com/jackc/pgx/v5/pgxpool"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -20,7 +22,7 @@ import (
 	"github.com/tendhq/tend/backends/memory"
 	"github.com/tendhq/tend/backends/postgres"
 	"github.com/tendhq/tend/history"
-	"github.com/tendhq/tend/operator"
+	"github.com/tendhq/tend/oncall"
 	"github.com/tendhq/tend/statemachine"
 	"github.com/tendhq/tend/store"
 )
@@ -29,9 +31,9 @@ import (
 // registered.
 type conn struct {
 	backend store.Backend
-	client  *operator.Client
+	client  *oncall.Client
 	// regs are the registrations, by kind.
-	regs map[string]operator.Registration
+	regs map[string]registry.Entry
 	// kinds are the registered kinds, sorted.
 	kinds []string
 	// shared is false for a memory snapshot: no controller sees the
@@ -82,7 +84,7 @@ func (op *opener) connect(ctx context.Context, actor string) (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	client, err := operator.New(first, operator.Config{Actor: actor})
+	client, err := oncall.New(first, oncall.Config{Actor: actor})
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +92,7 @@ func (op *opener) connect(ctx context.Context, actor string) (*conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the registered machines: %w", err)
 	}
-	c := &conn{regs: map[string]operator.Registration{}, shared: op.shared, close: op.close}
+	c := &conn{regs: map[string]registry.Entry{}, shared: op.shared, close: op.close}
 	kinds := slices.Clone(op.base)
 	for _, r := range regs {
 		c.regs[r.Kind] = r
@@ -103,7 +105,7 @@ func (op *opener) connect(ctx context.Context, actor string) (*conn, error) {
 	if c.backend, err = op.open(ctx, kinds); err != nil {
 		return nil, err
 	}
-	if c.client, err = operator.New(c.backend, operator.Config{Actor: actor}); err != nil {
+	if c.client, err = oncall.New(c.backend, oncall.Config{Actor: actor}); err != nil {
 		return nil, err
 	}
 	if op.save != nil {
@@ -113,14 +115,14 @@ func (op *opener) connect(ctx context.Context, actor string) (*conn, error) {
 }
 
 // registration returns the registration of kind, and its machine.
-func (c *conn) registration(kind string) (operator.Registration, *statemachine.Machine[string, string], error) {
+func (c *conn) registration(kind string) (registry.Entry, *statemachine.Machine[string, string], error) {
 	r, ok := c.regs[kind]
 	if !ok {
 		known := "no kind is registered"
 		if len(c.kinds) > 0 {
 			known = "registered: " + strings.Join(c.kinds, ", ")
 		}
-		return r, nil, fmt.Errorf("%w: %s (%s)", operator.ErrUnregistered, kind, known)
+		return r, nil, fmt.Errorf("%w: %s (%s)", registry.ErrUnregistered, kind, known)
 	}
 	m, err := r.Build()
 	return r, m, err
@@ -159,7 +161,7 @@ func openMemory(path string) (*opener, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return &opener{
-		base: slices.Concat(operator.Kinds(), kinds),
+		base: slices.Concat(registry.Kinds(), kinds),
 		open: func(_ context.Context, kinds []string) (store.Backend, error) {
 			s, err := memory.New(memory.Config{Kinds: kinds, Restore: bytes.NewReader(data)})
 			if err != nil {
@@ -202,7 +204,7 @@ func openPostgres(ctx context.Context, spec string) (*opener, error) {
 		return nil, fmt.Errorf("%w: PostgreSQL has no schema %q (set another with ?schema=)", errNoStore, schema)
 	}
 	return &opener{
-		base:   operator.Kinds(),
+		base:   registry.Kinds(),
 		shared: true,
 		open: func(ctx context.Context, kinds []string) (store.Backend, error) {
 			return postgres.New(ctx, postgres.Config{Pool: pool, Schema: schema, Kinds: kinds})
@@ -229,7 +231,7 @@ func openEtcd(spec string) (*opener, error) {
 		return nil, err
 	}
 	return &opener{
-		base:   operator.Kinds(),
+		base:   registry.Kinds(),
 		shared: true,
 		open: func(_ context.Context, kinds []string) (store.Backend, error) {
 			return etcd.New(etcd.Config{Client: cli, Prefix: prefix, Kinds: kinds})
@@ -255,7 +257,7 @@ func openKube(path string) (*opener, error) {
 		return nil, fmt.Errorf("--store kube: %w", err)
 	}
 	return &opener{
-		base:   operator.Kinds(),
+		base:   registry.Kinds(),
 		shared: true,
 		open: func(_ context.Context, kinds []string) (store.Backend, error) {
 			return kube.New(kube.Config{REST: rest, Kinds: kinds, Namespace: ns})

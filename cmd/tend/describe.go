@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tendhq/tend/history"
-	"github.com/tendhq/tend/operator"
+	"github.com/tendhq/tend/oncall"
 	"github.com/tendhq/tend/statemachine"
 )
 
@@ -52,7 +52,7 @@ exits) and its history, oldest first.`,
 }
 
 // describe writes obj for a person.
-func describe(w io.Writer, now time.Time, obj operator.Object, m *statemachine.Machine[string, string], hist []history.Entry) error {
+func describe(w io.Writer, now time.Time, obj oncall.Object, m *statemachine.Machine[string, string], hist []history.Entry) error {
 	d := &describer{w: w, now: now}
 	meta := obj.Meta
 	d.field("Kind", meta.Kind)
@@ -182,7 +182,7 @@ func (d *describer) item(name, value string) {
 
 // place writes where obj stands in its machine: the steps of its phase,
 // done ones marked and the next one pointed at, and the ways out of it.
-func (d *describer) place(m *statemachine.Machine[string, string], spec statemachine.PhaseSpec[string], obj operator.Object) {
+func (d *describer) place(m *statemachine.Machine[string, string], spec statemachine.PhaseSpec[string], obj oncall.Object) {
 	if len(spec.Steps) > 0 {
 		d.line("  Steps of %s:", spec.Phase)
 		var done []string

@@ -2,7 +2,7 @@
 // operator, without the controllers' Go code: each running controller
 // records its machine in the store (documents of kind TendMachine), and
 // tend reads every document's State, Phase, operation, failure and history
-// through package operator.
+// through package oncall.
 //
 // Install it with
 //

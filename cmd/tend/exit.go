@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/tendhq/tend/operator"
+	"github.com/tendhq/tend/registry"
+
+	"github.com/tendhq/tend/oncall"
 	"github.com/tendhq/tend/store"
 )
 
@@ -73,11 +75,11 @@ func classify(err error) error {
 		return err
 	case errors.As(err, &ue):
 		return &codedError{exitUsage, err}
-	case errors.Is(err, store.ErrNotFound), errors.Is(err, operator.ErrUnregistered), errors.Is(err, store.ErrUnknownKind),
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, registry.ErrUnregistered), errors.Is(err, store.ErrUnknownKind),
 		errors.Is(err, errNoStore):
 		return &codedError{exitNotFound, err}
 	case errors.Is(err, errNotConfirmed), errors.Is(err, errCommandRefused),
-		errors.Is(err, operator.ErrInvalidAction), errors.Is(err, operator.ErrServed):
+		errors.Is(err, oncall.ErrInvalidAction), errors.Is(err, oncall.ErrServed):
 		return &codedError{exitRefused, err}
 	}
 	return &codedError{exitError, err}

@@ -6,11 +6,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tendhq/tend/driver"
+	"github.com/tendhq/tend/manager"
+	"github.com/tendhq/tend/registry"
+
 	"golang.org/x/sync/errgroup"
 
 	"github.com/tendhq/tend/controller"
 	"github.com/tendhq/tend/history"
-	"github.com/tendhq/tend/operator"
 	"github.com/tendhq/tend/statemachine"
 	"github.com/tendhq/tend/store"
 	"github.com/tendhq/tend/workqueue"
@@ -21,7 +24,7 @@ import (
 const widgetKind = "Widget"
 
 // testKinds are the kinds a test store is configured with.
-var testKinds = []string{operator.MachinesKind, widgetKind, history.Kind(widgetKind)}
+var testKinds = []string{registry.Kind, widgetKind, history.Kind(widgetKind)}
 
 type widgetSpec struct {
 	State string `json:"state"`
@@ -117,8 +120,8 @@ func startController(t testing.TB, b store.Backend, recorder bool) *controllerRu
 	done := func(context.Context, *store.Object[widgetSpec, widgetStatus], string) (statemachine.Outcome, error) {
 		return statemachine.Done, nil
 	}
-	driver, err := controller.NewDriver(coll, m, controller.DriverConfig[widgetSpec, widgetStatus]{
-		Steps: map[string]controller.Step[widgetSpec, widgetStatus]{
+	driver, err := driver.New(coll, m, driver.Config[widgetSpec, widgetStatus]{
+		Steps: map[string]driver.Step[widgetSpec, widgetStatus]{
 			"allocate": done,
 			"configure": func(_ context.Context, w *store.Object[widgetSpec, widgetStatus], _ string) (statemachine.Outcome, error) {
 				if err := configure(w.Key); err != nil {
@@ -128,7 +131,7 @@ func startController(t testing.TB, b store.Backend, recorder bool) *controllerRu
 			},
 			"release": done,
 		},
-		Observers: map[string]controller.Observer[widgetSpec, widgetStatus]{
+		Observers: map[string]driver.Observer[widgetSpec, widgetStatus]{
 			"ready": func(_ context.Context, w *store.Object[widgetSpec, widgetStatus]) (bool, string, error) {
 				return w.Status.Phase == "Creating", "configured", nil
 			},
@@ -143,7 +146,7 @@ func startController(t testing.TB, b store.Backend, recorder bool) *controllerRu
 	if err != nil {
 		t.Fatal(err)
 	}
-	mgr, err := controller.NewManager(controller.ManagerConfig{Controllers: []*controller.Controller{c}, Identity: "test"})
+	mgr, err := manager.New(manager.Config{Controllers: []*controller.Controller{c}, Identity: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +214,7 @@ func produce(t testing.TB, b store.Backend) {
 	if n := run.rec.Flush(ctx); n > 0 {
 		t.Fatalf("the history recorder dropped %d entries", n)
 	}
-	if _, err := b.Get(ctx, operator.MachinesKind, widgetKind); err != nil {
+	if _, err := b.Get(ctx, registry.Kind, widgetKind); err != nil {
 		t.Fatalf("the manager did not record the machine: %v", err)
 	}
 }

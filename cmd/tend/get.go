@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tendhq/tend/operator"
+	"github.com/tendhq/tend/oncall"
 	"github.com/tendhq/tend/store"
 )
 
@@ -83,17 +83,17 @@ func (g *getOptions) run(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	var objs []operator.Object
+	var objs []oncall.Object
 	if len(args) == 2 {
 		obj, err := c.client.Get(ctx, kind, args[1])
 		if err != nil {
 			return err
 		}
-		objs = []operator.Object{obj}
+		objs = []oncall.Object{obj}
 	} else if objs, err = c.client.List(ctx, kind, store.ListOptions{Selector: sel}); err != nil {
 		return err
 	}
-	objs = slices.DeleteFunc(objs, func(o operator.Object) bool { return !g.match(o, sel) })
+	objs = slices.DeleteFunc(objs, func(o oncall.Object) bool { return !g.match(o, sel) })
 	w := &objectWriter{out: g.out, format: g.output, now: g.now, stream: g.watch}
 	if err := w.write(objs); err != nil {
 		return err
@@ -109,7 +109,7 @@ func (g *getOptions) run(cmd *cobra.Command, args []string) error {
 }
 
 // match reports whether obj passes the filters.
-func (g *getOptions) match(obj operator.Object, sel store.Selector) bool {
+func (g *getOptions) match(obj oncall.Object, sel store.Selector) bool {
 	return (len(g.phases) == 0 || slices.Contains(g.phases, obj.Phase)) && sel.Matches(obj.Meta.Labels)
 }
 
@@ -143,17 +143,17 @@ func (g *getOptions) follow(ctx context.Context, c *conn, kind, key string, sel 
 					continue
 				}
 				if ev.Type == store.Deleted {
-					if err := w.deleted(operator.Object{Meta: doc.Meta}); err != nil {
+					if err := w.deleted(oncall.Object{Meta: doc.Meta}); err != nil {
 						return err
 					}
 					continue
 				}
-				obj, err := operator.Decode(doc)
+				obj, err := oncall.Decode(doc)
 				if err != nil {
 					return err
 				}
 				if g.match(obj, sel) {
-					if err := w.write([]operator.Object{obj}); err != nil {
+					if err := w.write([]oncall.Object{obj}); err != nil {
 						return err
 					}
 				}
@@ -172,7 +172,7 @@ func (g *getOptions) follow(ctx context.Context, c *conn, kind, key string, sel 
 			if err != nil {
 				return err
 			}
-			objs = slices.DeleteFunc(objs, func(o operator.Object) bool {
+			objs = slices.DeleteFunc(objs, func(o oncall.Object) bool {
 				return !g.match(o, sel) || key != "" && o.Meta.Key != key
 			})
 			if err := w.write(objs); err != nil {
@@ -252,7 +252,7 @@ type document struct {
 
 // documentOf returns obj as stored. Bytes that are not JSON are written as
 // a JSON string.
-func documentOf(obj operator.Object) document {
+func documentOf(obj oncall.Object) document {
 	raw := func(b []byte) json.RawMessage {
 		if len(b) == 0 || json.Valid(b) {
 			return b
@@ -275,7 +275,7 @@ type objectWriter struct {
 	started bool
 }
 
-func (w *objectWriter) write(objs []operator.Object) error {
+func (w *objectWriter) write(objs []oncall.Object) error {
 	if w.format == formatTable {
 		t := newTable(w.out)
 		if !w.started {
@@ -324,7 +324,7 @@ func (w *objectWriter) streamData(v any) error {
 }
 
 // deleted writes that a document was deleted.
-func (w *objectWriter) deleted(o operator.Object) error {
+func (w *objectWriter) deleted(o oncall.Object) error {
 	if w.format == formatTable {
 		t := newTable(w.out)
 		t.row(o.Meta.Key, "", "<deleted>", age(w.now(), o.Meta.CreatedAt), "")
@@ -337,7 +337,7 @@ func (w *objectWriter) deleted(o operator.Object) error {
 
 // phaseCell is the PHASE column: the phase, and whether an operator holds
 // the document.
-func phaseCell(o operator.Object) string {
+func phaseCell(o oncall.Object) string {
 	p := o.Phase
 	if o.Paused != nil {
 		p += " (paused)"
@@ -350,7 +350,7 @@ func phaseCell(o operator.Object) string {
 
 // lastError is the last error of a document: its failing step's, its
 // failure's, or its refused intent's.
-func lastError(o operator.Object) string {
+func lastError(o oncall.Object) string {
 	switch {
 	case o.Operation != nil && o.Operation.LastError != "":
 		return o.Operation.LastError

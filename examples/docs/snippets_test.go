@@ -38,7 +38,7 @@ var imports = map[string]string{
 	"rest":         "k8s.io/client-go/rest",
 	"cascade":      "github.com/tendhq/tend/cascade",
 	"controller":   "github.com/tendhq/tend/controller",
-	"drivertest":   "github.com/tendhq/tend/controller/drivertest",
+	"drivertest":   "github.com/tendhq/tend/driver/drivertest",
 	"expectations": "github.com/tendhq/tend/expectations",
 	"finalizer":    "github.com/tendhq/tend/finalizer",
 	"history":      "github.com/tendhq/tend/history",

@@ -12,15 +12,16 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tendhq/tend/manager"
+	"github.com/tendhq/tend/registry"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tendhq/tend/backends/memory"
 	"github.com/tendhq/tend/console"
-	"github.com/tendhq/tend/controller"
 	"github.com/tendhq/tend/examples/gateway/platform"
 	"github.com/tendhq/tend/history"
-	"github.com/tendhq/tend/operator"
 	sm "github.com/tendhq/tend/statemachine"
 	"github.com/tendhq/tend/store"
 )
@@ -107,7 +108,7 @@ func run(ctx context.Context, opts options, out io.Writer) (report, error) {
 	if opts.Gateways < 1 {
 		return report{}, fmt.Errorf("need at least one gateway, not %d", opts.Gateways)
 	}
-	kinds := slices.Concat(platform.Kinds(), history.Kinds(platform.Kinds()...), operator.Kinds())
+	kinds := slices.Concat(platform.Kinds(), history.Kinds(platform.Kinds()...), registry.Kinds())
 	st, err := memory.New(memory.Config{Kinds: kinds})
 	if err != nil {
 		return report{}, err
@@ -155,7 +156,7 @@ func run(ctx context.Context, opts options, out io.Writer) (report, error) {
 	var opsErr error
 	if opts.Listener != nil {
 		wg.Go(func() { _ = rec.Run(runCtx) })
-		hc := controller.HandlerConfig{Gatherer: opts.Gatherer, History: history.NewReader(st), Fallback: con}
+		hc := manager.HandlerConfig{Gatherer: opts.Gatherer, History: history.NewReader(st), Fallback: con}
 		wg.Go(func() { opsErr = p.Manager().ServeListener(runCtx, opts.Listener, hc) })
 		fmt.Fprintf(out, "serving probes, metrics and history on http://%s (/readyz, /healthz, /metrics, /history/%s/%s)\n",
 			opts.Listener.Addr(), platform.KindApiGateway, w.gatewayID(0))

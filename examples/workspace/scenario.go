@@ -12,6 +12,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tendhq/tend/manager"
+	"github.com/tendhq/tend/registry"
+
 	"golang.org/x/sync/errgroup"
 
 	"github.com/tendhq/tend/backends/memory"
@@ -23,7 +26,6 @@ import (
 	"github.com/tendhq/tend/examples/workspace/objstore"
 	"github.com/tendhq/tend/examples/workspace/storagejob"
 	"github.com/tendhq/tend/history"
-	"github.com/tendhq/tend/operator"
 	"github.com/tendhq/tend/store"
 )
 
@@ -182,7 +184,7 @@ func run(ctx context.Context, dir string, a archives, o ops, out io.Writer) erro
 // play runs the scenario's controller, board and summary in w until the
 // scenario ends, and what o asks for.
 func play(ctx context.Context, w world, objects objstore.Store, o ops, out io.Writer) error {
-	mem, err := memory.New(memory.Config{Kinds: append([]string{dataplane.Kind, history.Kind(dataplane.Kind)}, operator.Kinds()...)})
+	mem, err := memory.New(memory.Config{Kinds: append([]string{dataplane.Kind, history.Kind(dataplane.Kind)}, registry.Kinds()...)})
 	if err != nil {
 		return err
 	}
@@ -205,7 +207,7 @@ func play(ctx context.Context, w world, objects objstore.Store, o ops, out io.Wr
 	if err != nil {
 		return err
 	}
-	mgr, err := controller.NewManager(controller.ManagerConfig{Controllers: []*controller.Controller{ctrl.Controller()},
+	mgr, err := manager.New(manager.Config{Controllers: []*controller.Controller{ctrl.Controller()},
 		MetricsRegisterer: o.registerer()})
 	if err != nil {
 		return err
@@ -218,7 +220,7 @@ func play(ctx context.Context, w world, objects objstore.Store, o ops, out io.Wr
 	g.Go(func() error { return b.summarize(gctx, ctrl.Collection(), cmp.Or(o.summaryEvery, time.Second)) })
 	if o.listener != nil {
 		g.Go(func() error { return rec.Run(gctx) })
-		hc := controller.HandlerConfig{History: history.NewReader(mem), Fallback: con}
+		hc := manager.HandlerConfig{History: history.NewReader(mem), Fallback: con}
 		if o.registry != nil {
 			hc.Gatherer = o.registry
 		}

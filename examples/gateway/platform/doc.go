@@ -29,12 +29,12 @@
 // Progressed (work left: run again) or Failed, and acts on the infrastructure
 // through [infra.Cluster] and [infra.Databases]. The gateway never reaches
 // into its runtime domain's cleanup: it sets the domain's State and waits
-// (controller.Driver.Settle and Retire). Instance and Database have no machine:
+// (driver.Driver.Settle and Retire). Instance and Database have no machine:
 // the gateway's phases create and remove them directly.
 //
 // # Running
 //
-// [Platform.Run] runs the two controllers under a controller.Manager: alone,
+// [Platform.Run] runs the two controllers under a manager.Manager: alone,
 // or as one of several replicas sharing a store ([Config.Manager]).
 // [CheckOrder] and [Platform.Leftovers] check the example's invariants.
 package platform

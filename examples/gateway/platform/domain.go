@@ -4,7 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/tendhq/tend/controller"
+	"github.com/tendhq/tend/driver"
+
 	"github.com/tendhq/tend/examples/gateway/infra"
 	sm "github.com/tendhq/tend/statemachine"
 )
@@ -17,8 +18,8 @@ func (s DomainSpec) Intent() DomainState { return s.State }
 func (s *DomainStatus) MachineStatus() *sm.Status[DomainState, DomainPhase] { return &s.Status }
 
 type (
-	domainStep     = controller.Step[DomainSpec, DomainStatus]
-	domainObserver = controller.Observer[DomainSpec, DomainStatus]
+	domainStep     = driver.Step[DomainSpec, DomainStatus]
+	domainObserver = driver.Observer[DomainSpec, DomainStatus]
 )
 
 // domainSteps maps every step of the runtime domain machine to its action.

@@ -9,8 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tendhq/tend/manager"
+
 	"github.com/tendhq/tend/controller"
-	"github.com/tendhq/tend/controller/drivertest"
+	"github.com/tendhq/tend/driver/drivertest"
 	"github.com/tendhq/tend/examples/gateway/infra"
 	"github.com/tendhq/tend/store"
 )
@@ -78,7 +80,7 @@ func gatewayHarness(t testing.TB) drivertest.Config[GatewaySpec, GatewayStatus, 
 		},
 		Request:  func(s *GatewaySpec, _, token string) { s.State, s.Restart = Restarting, token },
 		Replicas: 2,
-		Mode:     controller.LeaderElection,
+		Mode:     manager.LeaderElection,
 	}
 }
 

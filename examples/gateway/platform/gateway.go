@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 
-	"github.com/tendhq/tend/controller"
+	"github.com/tendhq/tend/driver"
+
 	"github.com/tendhq/tend/examples/gateway/infra"
 	sm "github.com/tendhq/tend/statemachine"
 	"github.com/tendhq/tend/store"
@@ -27,8 +28,8 @@ func (s GatewaySpec) Requests() map[string][]string {
 func (s *GatewayStatus) MachineStatus() *sm.Status[GatewayState, GatewayPhase] { return &s.Status }
 
 type (
-	gatewayStep     = controller.Step[GatewaySpec, GatewayStatus]
-	gatewayObserver = controller.Observer[GatewaySpec, GatewayStatus]
+	gatewayStep     = driver.Step[GatewaySpec, GatewayStatus]
+	gatewayObserver = driver.Observer[GatewaySpec, GatewayStatus]
 )
 
 // gatewaySteps maps every step of the gateway machine to its action. Each is

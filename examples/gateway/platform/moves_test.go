@@ -8,7 +8,8 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/tendhq/tend/controller"
+	"github.com/tendhq/tend/manager"
+
 	"github.com/tendhq/tend/examples/gateway/infra"
 )
 
@@ -66,7 +67,7 @@ func TestRestartRequests(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t, infra.SimConfig{})
 		var s steps
-		p := e.start(controller.ManagerConfig{}, s.observe)
+		p := e.start(manager.Config{}, s.observe)
 		defer p.stop()
 		ctx := context.Background()
 		e.populate(p.Platform, "gw")
@@ -107,7 +108,7 @@ func TestRestartRequests(t *testing.T) {
 func TestDeploymentDeletedOutOfBandIsRecreated(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t, infra.SimConfig{})
-		p := e.start(controller.ManagerConfig{}, nil)
+		p := e.start(manager.Config{}, nil)
 		defer p.stop()
 		e.populate(p.Platform, "gw")
 		if err := e.sim.Delete(context.Background(), deploymentRef("gw")); err != nil {

@@ -8,6 +8,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tendhq/tend/driver"
+	"github.com/tendhq/tend/manager"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
@@ -54,7 +57,7 @@ type Config struct {
 	// Identity, lease timings. Its Controllers are the platform's; a nil
 	// Leaser means Store. The zero value runs every controller in this
 	// process alone.
-	Manager controller.ManagerConfig
+	Manager manager.Config
 	// NewOperationID returns the id of each new operation. Nil means a random
 	// id.
 	NewOperationID func() string
@@ -87,13 +90,13 @@ type Platform struct {
 	dbs     infra.Databases
 	// certLifetime and renewBefore time the custom domains' certificates.
 	certLifetime, renewBefore time.Duration
-	gateways                  *controller.Driver[GatewaySpec, GatewayStatus]
-	domains                   *controller.Driver[DomainSpec, DomainStatus]
-	manager                   *controller.Manager
+	gateways                  *driver.Driver[GatewaySpec, GatewayStatus]
+	domains                   *driver.Driver[DomainSpec, DomainStatus]
+	manager                   *manager.Manager
 	// gatewayConfig is the gateways' driver's configuration, and
 	// domainController the runtime domains' controller: the driver harness
 	// runs them on replicas of its own.
-	gatewayConfig    controller.DriverConfig[GatewaySpec, GatewayStatus]
+	gatewayConfig    driver.Config[GatewaySpec, GatewayStatus]
 	domainController *controller.Controller
 	runs             atomic.Int64 // step runs
 	failed           atomic.Int64 // step runs that failed
@@ -131,7 +134,7 @@ func (p *Platform) Stats() Stats {
 }
 
 // counted wraps every step so that p counts its runs and failures.
-func counted[Spec, Status any](p *Platform, steps map[string]controller.Step[Spec, Status]) map[string]controller.Step[Spec, Status] {
+func counted[Spec, Status any](p *Platform, steps map[string]driver.Step[Spec, Status]) map[string]driver.Step[Spec, Status] {
 	for name, step := range steps {
 		steps[name] = func(ctx context.Context, obj *store.Object[Spec, Status], opID string) (sm.Outcome, error) {
 			if p.observe != nil {
@@ -152,7 +155,7 @@ func counted[Spec, Status any](p *Platform, steps map[string]controller.Step[Spe
 }
 
 // countedProbes wraps every probe so that p counts its runs and failures.
-func countedProbes[Spec, Status any](p *Platform, probes map[string]controller.Observer[Spec, Status]) map[string]controller.Observer[Spec, Status] {
+func countedProbes[Spec, Status any](p *Platform, probes map[string]driver.Observer[Spec, Status]) map[string]driver.Observer[Spec, Status] {
 	for name, probe := range probes {
 		probes[name] = func(ctx context.Context, obj *store.Object[Spec, Status]) (bool, string, error) {
 			ok, reason, err := probe(ctx, obj)
@@ -215,7 +218,7 @@ func New(cfg Config) (*Platform, error) {
 	}
 	p := &Platform{docs: docs, cluster: cfg.Cluster, dbs: cfg.Databases,
 		certLifetime: cmp.Or(cfg.CertificateLifetime, 90*24*time.Hour), renewBefore: cmp.Or(cfg.RenewBefore, 30*24*time.Hour)}
-	if p.domains, err = controller.NewDriver(docs.Domains, dm, controller.DriverConfig[DomainSpec, DomainStatus]{
+	if p.domains, err = driver.New(docs.Domains, dm, driver.Config[DomainSpec, DomainStatus]{
 		Steps: counted(p, p.domainSteps()), Observers: countedProbes(p, p.domainObservers()), NewOperationID: cfg.NewOperationID,
 		WaitInterval: poll, ProgressInterval: poll, Backoff: backoff, MetricsRegisterer: cfg.MetricsRegisterer,
 		TracerProvider: cfg.TracerProvider, History: cfg.History,
@@ -223,12 +226,12 @@ func New(cfg Config) (*Platform, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("platform: %w", err)
 	}
-	p.gatewayConfig = controller.DriverConfig[GatewaySpec, GatewayStatus]{
+	p.gatewayConfig = driver.Config[GatewaySpec, GatewayStatus]{
 		Steps: counted(p, p.gatewaySteps()), Observers: countedProbes(p, p.gatewayObservers()), NewOperationID: cfg.NewOperationID,
 		WaitInterval: poll, ProgressInterval: poll, Backoff: backoff, MetricsRegisterer: cfg.MetricsRegisterer,
 		TracerProvider: cfg.TracerProvider, History: cfg.History,
 	}
-	if p.gateways, err = controller.NewDriver(docs.Gateways, gm, p.gatewayConfig); err != nil {
+	if p.gateways, err = driver.New(docs.Gateways, gm, p.gatewayConfig); err != nil {
 		return nil, fmt.Errorf("platform: %w", err)
 	}
 	newController := func(name string, r controller.Reconciler, sources ...controller.Source) (*controller.Controller, error) {
@@ -257,7 +260,7 @@ func New(cfg Config) (*Platform, error) {
 	if mc.Logger == nil {
 		mc.Logger = cfg.Logger
 	}
-	if p.manager, err = controller.NewManager(mc); err != nil {
+	if p.manager, err = manager.New(mc); err != nil {
 		return nil, fmt.Errorf("platform: %w", err)
 	}
 	return p, nil
@@ -269,9 +272,9 @@ func (p *Platform) Run(ctx context.Context) error { return p.manager.Run(ctx) }
 
 // Manager returns the manager that runs the platform's controllers: its
 // Handler serves their probes, metrics and histories.
-func (p *Platform) Manager() *controller.Manager { return p.manager }
+func (p *Platform) Manager() *manager.Manager { return p.manager }
 
-// Identity names this replica (see controller.ManagerConfig.Identity).
+// Identity names this replica (see manager.Config.Identity).
 func (p *Platform) Identity() string { return p.manager.Identity() }
 
 // Collections returns the typed views of the platform's documents.

@@ -11,10 +11,11 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/tendhq/tend/manager"
+
 	"go.uber.org/goleak"
 
 	"github.com/tendhq/tend/backends/memory"
-	"github.com/tendhq/tend/controller"
 	"github.com/tendhq/tend/examples/gateway/infra"
 	sm "github.com/tendhq/tend/statemachine"
 	"github.com/tendhq/tend/store"
@@ -50,11 +51,11 @@ type running struct {
 }
 
 // start runs a platform on the env; observe, when not nil, sees every step.
-func (e *env) start(mc controller.ManagerConfig, observe func(stepEvent)) *running {
+func (e *env) start(mc manager.Config, observe func(stepEvent)) *running {
 	return e.startOn(e.st, e.sim, e.sim, mc, observe)
 }
 
-func (e *env) startOn(st store.Backend, c infra.Cluster, dbs infra.Databases, mc controller.ManagerConfig, observe func(stepEvent)) *running {
+func (e *env) startOn(st store.Backend, c infra.Cluster, dbs infra.Databases, mc manager.Config, observe func(stepEvent)) *running {
 	p, err := New(Config{Store: st, Cluster: c, Databases: dbs, Manager: mc, Poll: 20 * time.Millisecond})
 	if err != nil {
 		e.t.Fatal(err)
@@ -245,7 +246,7 @@ func crashResume(t *testing.T, k int, after bool) {
 	var mu sync.Mutex // guards ran, and the crash decision
 	crashed := new(crash)
 	di := deadInfra{Sim: e.sim, c: crashed}
-	first := e.startOn(deadStore{Backend: e.st, c: crashed}, di, di, controller.ManagerConfig{}, func(ev stepEvent) {
+	first := e.startOn(deadStore{Backend: e.st, c: crashed}, di, di, manager.Config{}, func(ev stepEvent) {
 		mu.Lock()
 		defer mu.Unlock()
 		if ev.Kind != KindApiGateway || ev.Step != CascadeSteps[k] || crashed.Load() {
@@ -276,7 +277,7 @@ func crashResume(t *testing.T, k int, after bool) {
 	}
 
 	var ran []string // the gateway steps the second platform started, in order
-	second := e.start(controller.ManagerConfig{}, func(ev stepEvent) {
+	second := e.start(manager.Config{}, func(ev stepEvent) {
 		mu.Lock()
 		defer mu.Unlock()
 		if ev.Kind == KindApiGateway && ev.Outcome == 0 && (len(ran) == 0 || ran[len(ran)-1] != ev.Step) {
@@ -322,7 +323,7 @@ func TestReplicas(t *testing.T) {
 		var replicas []*running
 		for i := range 3 {
 			id := fmt.Sprint("replica-", i+1)
-			replicas = append(replicas, e.start(controller.ManagerConfig{Mode: controller.Sharded, Identity: id,
+			replicas = append(replicas, e.start(manager.Config{Mode: manager.Sharded, Identity: id,
 				LeaseDuration: 2 * time.Second, Shards: 16}, observe(id)))
 		}
 		p := replicas[0].Platform

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tendhq/tend/controller"
+	"github.com/tendhq/tend/history"
 )
 
 // client opens a connection per request, so a request made after the demo
@@ -36,10 +36,10 @@ func Get(base, path string) (int, string) {
 // History asks base for the history of the document kind/key every 20 ms
 // until it serves one with entries, and returns it; false if none came
 // within the given time.
-func History(base, kind, key string, within time.Duration) (controller.HistoryResponse, bool) {
+func History(base, kind, key string, within time.Duration) (history.Response, bool) {
 	deadline := time.Now().Add(within)
 	for {
-		var hist controller.HistoryResponse
+		var hist history.Response
 		if code, body := Get(base, "/history/"+kind+"/"+key); code == http.StatusOK &&
 			json.Unmarshal([]byte(body), &hist) == nil && len(hist.Entries) > 0 {
 			return hist, true

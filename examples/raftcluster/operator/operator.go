@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/tendhq/tend/manager"
+
 	"go.uber.org/zap"
 
 	"github.com/tendhq/tend/controller"
@@ -139,7 +141,7 @@ func (o *Operator) Run(ctx context.Context) error {
 			dataDir:  o.cfg.DataDir,
 			poll:     o.cfg.PollInterval,
 		},
-		Sources:     []controller.Source{controller.Kind(f, KindCluster), cache},
+		Sources:     []controller.Source{controller.For(f, KindCluster), cache},
 		RateLimiter: retry(),
 		Logger:      o.cfg.Logger,
 	})
@@ -150,7 +152,7 @@ func (o *Operator) Run(ctx context.Context) error {
 		Name:       "member",
 		Reconciler: &memberReconciler{members: o.members, rt: o.cfg.Runtime, config: o.cfg.MemberConfig},
 		Sources: []controller.Source{
-			controller.Kind(f, KindMember),
+			controller.For(f, KindMember),
 			controller.Channel(o.cfg.Runtime.Exited()),
 			controller.Resync(f, KindMember, o.cfg.MemberResync),
 		},
@@ -161,7 +163,7 @@ func (o *Operator) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m, err := controller.NewManager(controller.ManagerConfig{
+	m, err := manager.New(manager.Config{
 		Controllers: []*controller.Controller{cc, mc},
 		Informers:   f,
 		Logger:      o.cfg.Logger,

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tendhq/tend/driver"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
@@ -79,10 +81,10 @@ type Config struct {
 type Controller struct {
 	coll    *store.Collection[Spec, Status]
 	machine *statemachine.Machine[State, Phase]
-	driver  *controller.Driver[Spec, Status]
+	driver  *driver.Driver[Spec, Status]
 	// driverConfig is the driver's configuration: the driver harness runs
 	// it on replicas of its own.
-	driverConfig controller.DriverConfig[Spec, Status]
+	driverConfig driver.Config[Spec, Status]
 	ctrl         *controller.Controller
 	instances    InstanceController
 	storage      StorageProvider
@@ -113,7 +115,7 @@ func New(cfg Config) (*Controller, error) {
 	if wait == 0 {
 		wait = DefaultWaitInterval
 	}
-	c.driverConfig = controller.DriverConfig[Spec, Status]{
+	c.driverConfig = driver.Config[Spec, Status]{
 		Steps:             c.steps(),
 		Observers:         c.observers(),
 		NewOperationID:    cfg.NewOperationID,
@@ -122,7 +124,7 @@ func New(cfg Config) (*Controller, error) {
 		MetricsRegisterer: cfg.MetricsRegisterer,
 		History:           cfg.History,
 	}
-	c.driver, err = controller.NewDriver(coll, m, c.driverConfig)
+	c.driver, err = driver.New(coll, m, c.driverConfig)
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +152,7 @@ func New(cfg Config) (*Controller, error) {
 func (c *Controller) Run(ctx context.Context) error { return c.ctrl.Run(ctx) }
 
 // Controller returns the controller that Run runs, to run it under a
-// controller.Manager instead (whose Handler serves its probes).
+// manager.Manager instead (whose Handler serves its probes).
 func (c *Controller) Controller() *controller.Controller { return c.ctrl }
 
 // Reconcile runs one reconcile of workspace id, as a worker of Run would.
@@ -251,8 +253,8 @@ func outcome(err error) (statemachine.Outcome, error) {
 	return statemachine.Failed, err
 }
 
-// step adapts an actuator call to a controller.Step.
-type step = controller.Step[Spec, Status]
+// step adapts an actuator call to a driver.Step.
+type step = driver.Step[Spec, Status]
 
 func (c *Controller) steps() map[string]step {
 	return map[string]step{
@@ -338,7 +340,7 @@ func (c *Controller) notRunning(ctx context.Context, id string) error {
 	return nil
 }
 
-type observer = controller.Observer[Spec, Status]
+type observer = driver.Observer[Spec, Status]
 
 // observers observe the world, never the actuators' return values
 // (contract 1).

@@ -9,8 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tendhq/tend/manager"
+
 	"github.com/tendhq/tend/controller"
-	"github.com/tendhq/tend/controller/drivertest"
+	"github.com/tendhq/tend/driver/drivertest"
 )
 
 // cloud simulates, in memory and on the process's clock (which
@@ -199,7 +201,7 @@ func TestWorkspaceDriverHarness(t *testing.T) {
 			}
 		},
 		Replicas: 2,
-		Mode:     controller.Sharded,
+		Mode:     manager.Sharded,
 	}
 	batches := 10
 	if testing.Short() {

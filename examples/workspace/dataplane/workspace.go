@@ -78,7 +78,7 @@ type Spec struct {
 	DeletedAt time.Time `json:"deleted_at,omitzero"`
 }
 
-// Intent implements controller.HasIntent.
+// Intent implements driver.HasIntent.
 func (s Spec) Intent() State { return s.State }
 
 // Status is what the WorkspaceController writes, its only writer: the

@@ -1,0 +1,125 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/tendhq/tend/expectations"
+	"github.com/tendhq/tend/informer"
+	"github.com/tendhq/tend/store"
+)
+
+// errCacheBehind is the cause of a read that waited too long for the cache
+// to show the driver's own last write.
+var errCacheBehind = errors.New("driver: the cache has not caught up with the driver's last write")
+
+// CacheStore implements [CacheUser]: the backend of the driver's
+// collection.
+func (d *Driver[Spec, Status]) CacheStore() informer.ListWatcher { return d.coll.Backend() }
+
+// UseCache implements [CacheUser]. With f, the driver reads each document
+// from f's cache of its kind instead of the store, once the cache shows the
+// last write the driver made to the document (a read-your-writes gate,
+// expectations.Gate), so a reconcile never acts on a view older than its
+// own writes; a read after a write conflict goes to the store, and so does
+// a read that waited [Config.WaitInterval] for the cache in vain (it
+// fails, to be retried). With nil, every read goes to the store. f must
+// run while the driver reads from it.
+func (d *Driver[Spec, Status]) UseCache(f *informer.Factory) { d.impl.useCache(f) }
+
+// cached is the cache a driver reads, and its read-your-writes gate.
+type cached struct {
+	cache atomic.Pointer[informer.Informer] // nil: the driver reads the store
+
+	mu     sync.Mutex                 // guards the fields below
+	ryw    *expectations.Gate[string] // the read-your-writes gate: made with the first cache, kept after
+	unhook func()                     // stops the cache feeding ryw; nil without a cache
+}
+
+// useCache makes the driver read its documents from f's informer of its
+// kind, behind a read-your-writes gate fed by that informer's revisions; with
+// f nil, from the store.
+func (d *phaseDriver[Spec, Status, S, P]) useCache(f *informer.Factory) {
+	var inf *informer.Informer
+	if f != nil {
+		// The collection's kind is valid, so For cannot fail; if it did,
+		// the driver would read the store.
+		inf, _ = f.For(d.c.Kind())
+	}
+	d.cached.mu.Lock()
+	defer d.cached.mu.Unlock()
+	if d.unhook != nil {
+		d.unhook()
+		d.unhook = nil
+	}
+	var gate *expectations.Gate[string]
+	if inf != nil {
+		if d.ryw == nil {
+			d.ryw = &expectations.Gate[string]{}
+		}
+		gate = d.ryw
+		d.unhook = inf.ObserveRevisions(gate.Observed)
+	}
+	d.echoes.mu.Lock()
+	d.echoes.gate = gate
+	d.echoes.mu.Unlock()
+	d.cache.Store(inf)
+}
+
+// read returns the document under key. With a cache and fresh unset, it
+// reads the cache once the cache shows the driver's last write to key
+// (waiting at most WaitInterval, then failing to be retried with backoff);
+// otherwise it reads the store. A document that is not there is an error
+// matching store.ErrNotFound.
+func (d *phaseDriver[Spec, Status, S, P]) read(ctx context.Context, key string, fresh bool) (*store.Object[Spec, Status], error) {
+	inf := d.cache.Load()
+	if inf == nil || fresh {
+		return d.c.Get(ctx, key)
+	}
+	if err := inf.WaitForSync(ctx); err != nil {
+		return nil, err
+	}
+	if d.defects&defectNoGate == 0 && !d.ryw.Ready(key) {
+		// The cache lags behind the driver's last write: wait, but not
+		// for ever.
+		wait, cancel := context.WithTimeoutCause(ctx, d.wait, errCacheBehind)
+		err := d.ryw.Wait(wait, key)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, fmt.Errorf("%s %q: %w", d.c.Kind(), key, errCacheBehind)
+		}
+	}
+	doc, ok := inf.Get(key)
+	if !ok {
+		return nil, &store.Error{Op: "get", Kind: d.c.Kind(), Key: key, Err: store.ErrNotFound}
+	}
+	// The cache's document is shared: the reconcile gets a copy of its own.
+	return d.c.Decode(doc.Clone())
+}
+
+// confirm checks, before a step runs on obj read from the cache, that the
+// store holds obj's revision: a cache that has not seen another replica's
+// last write (one that led before this one, or a write during a
+// partition) would run the step on a status that is no longer stored, and
+// its outcome could not be recorded over the newer one. A different
+// revision is a conflict: the reconcile reads the store and decides again.
+func (d *phaseDriver[Spec, Status, S, P]) confirm(ctx context.Context, obj *store.Object[Spec, Status]) error {
+	if d.defects&defectUnconfirmed != 0 {
+		return nil
+	}
+	doc, err := d.c.Backend().Get(ctx, d.c.Kind(), obj.Key)
+	if err != nil {
+		return err
+	}
+	if doc.Meta.Revision != obj.Revision {
+		return &store.Error{Op: "get", Kind: d.c.Kind(), Key: obj.Key,
+			Err: fmt.Errorf("%w: the cache is behind the store (revision %d, stored %d)", store.ErrConflict, obj.Revision, doc.Meta.Revision)}
+	}
+	return nil
+}

@@ -1,0 +1,310 @@
+package drivertest
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"testing/synctest"
+	"time"
+
+	"github.com/tendhq/tend/driver"
+
+	"github.com/tendhq/tend/statemachine"
+	"github.com/tendhq/tend/store"
+)
+
+// act performs a and then checks the world's invariant.
+func (r *run[Spec, Status, S, P]) act(a action[S]) {
+	r.logf("%v", a)
+	switch a.kind {
+	case doIntent:
+		r.write(func(s *Spec) { r.cfg.SetIntent(s, a.intent) })
+	case doRequest:
+		r.mu.Lock()
+		r.tokens++
+		tok := fmt.Sprintf("%s-%d", a.name, r.tokens)
+		r.mu.Unlock()
+		r.write(func(s *Spec) { r.cfg.Request(s, a.name, tok) })
+	case doDelete:
+		switch err := r.coll.Delete(r.ctx, key, store.DeleteOptions{}); {
+		case errors.Is(err, store.ErrNotFound):
+			r.logf("  already removed")
+		case err != nil:
+			r.problem("deleting the document: %v", err)
+		}
+	case doRelease:
+		r.release()
+	case doTouch:
+		r.mu.Lock()
+		r.touch = true
+		r.mu.Unlock()
+	case doRecreate:
+		r.create(a.intent, false)
+	case doFail, doFailAfter, doTerminal, doPanic, doSlow, doCrashAfter:
+		r.mu.Lock()
+		r.oneShot = append(r.oneShot, a)
+		r.mu.Unlock()
+	case doBreak:
+		r.mu.Lock()
+		r.broken[a.name] = true
+		r.mu.Unlock()
+	case doFlip:
+		r.mu.Lock()
+		r.flips[a.name] = flipped
+		r.mu.Unlock()
+	case doHeal:
+		r.heal()
+	case doCrash:
+		r.crash(a.replica)
+	case doPartition:
+		r.mu.Lock()
+		r.partitioned[a.replica] = true
+		r.disruptions++
+		r.mu.Unlock()
+	case doStart:
+		for id := range r.cfg.Replicas {
+			if err := r.start(id); err != nil {
+				r.problem("starting replica %d: %v", id, err)
+			}
+		}
+	case doSleep:
+		if a.d == 0 {
+			synctest.Wait()
+		} else {
+			time.Sleep(a.d)
+		}
+	}
+	synctest.Wait() // the next action comes once everything else waits: a run replays
+	r.invariant("after: " + a.String())
+}
+
+// write changes the document's spec as the user's API does: through the
+// driver's admission, which refuses an intent the machine does not accept
+// in the phase read.
+func (r *run[Spec, Status, S, P]) write(set func(*Spec)) {
+	_, err := r.client.UpdateSpec(r.ctx, key, set)
+	switch {
+	case errors.Is(err, statemachine.ErrIntentRefused):
+		r.logf("  refused: %v", err)
+	case errors.Is(err, store.ErrNotFound):
+		r.logf("  the document is gone")
+	case err != nil:
+		r.problem("writing the spec: %v", err)
+	}
+}
+
+// create creates the document with intent, and with another owner's
+// finalizer when hold is set.
+func (r *run[Spec, Status, S, P]) create(intent S, hold bool) {
+	obj := &store.Object[Spec, Status]{Meta: store.Meta{Key: key}}
+	if r.cfg.NewSpec != nil {
+		obj.Spec = r.cfg.NewSpec()
+	}
+	if hold {
+		obj.Finalizers = []string{holdFinalizer}
+	}
+	r.cfg.SetIntent(&obj.Spec, intent)
+	switch _, err := r.client.Create(r.ctx, obj); {
+	case errors.Is(err, store.ErrAlreadyExists):
+		r.logf("  the document still exists")
+	case err != nil:
+		r.problem("creating the document with intent %v: %v", intent, err)
+	}
+}
+
+// release removes the other owner's finalizer, if the document has it.
+func (r *run[Spec, Status, S, P]) release() {
+	for {
+		obj, err := r.coll.Get(r.ctx, key)
+		if errors.Is(err, store.ErrNotFound) || err == nil && !obj.HasFinalizer(holdFinalizer) {
+			return
+		}
+		if err != nil {
+			r.problem("reading the document: %v", err)
+			return
+		}
+		obj.Finalizers = slices.DeleteFunc(obj.Finalizers, func(f string) bool { return f == holdFinalizer })
+		_, err = r.coll.UpdateSpec(r.ctx, obj)
+		if !errors.Is(err, store.ErrConflict) {
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
+				r.problem("removing the other owner's finalizer: %v", err)
+			}
+			return
+		}
+	}
+}
+
+// touchLabels writes the document's labels, as a user or another tool
+// would while a step runs: the driver's status write after the step
+// conflicts with it.
+func (r *run[Spec, Status, S, P]) touchLabels() {
+	for {
+		obj, err := r.coll.Get(r.ctx, key)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			return
+		case err != nil:
+			r.problem("reading the document: %v", err)
+			return
+		}
+		if obj.Labels == nil {
+			obj.Labels = map[string]string{}
+		}
+		n, _ := strconv.Atoi(obj.Labels[touchLabel])
+		obj.Labels[touchLabel] = strconv.Itoa(n + 1)
+		_, err = r.coll.UpdateSpec(r.ctx, obj)
+		if !errors.Is(err, store.ErrConflict) {
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
+				r.problem("writing the document's labels: %v", err)
+			}
+			return
+		}
+	}
+}
+
+// heal ends every fault in force.
+func (r *run[Spec, Status, S, P]) heal() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.oneShot = nil
+	clear(r.broken)
+	r.disruptions++
+	clear(r.flips)
+	clear(r.partitioned)
+}
+
+// get returns the document as stored, or nil once it is removed. A status
+// never written reads as the machine's initial phase, as the driver reads
+// it.
+func (r *run[Spec, Status, S, P]) get() (*store.Object[Spec, Status], bool) {
+	obj, err := r.coll.Get(r.ctx, key)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, true
+	case err != nil:
+		r.problem("reading the document: %v", err)
+		return nil, false
+	}
+	if st := status[Spec, Status, S, P](obj); st.Phase == *new(P) {
+		st.Phase = r.cfg.Machine.Initial()
+	}
+	return obj, true
+}
+
+// invariant checks the world's invariant.
+func (r *run[Spec, Status, S, P]) invariant(when string) {
+	if r.world.Invariant == nil {
+		return
+	}
+	obj, ok := r.get()
+	if !ok {
+		return
+	}
+	if err := r.world.Invariant(r.ctx, key, obj); err != nil {
+		r.problem("%s: invariant broken: %v", when, err)
+	}
+}
+
+// quiesce ends the faults that last (a broken step, a partition, a flipped
+// condition: one-shot faults still hit the next call), lets the other owner
+// go and waits, up to the horizon, for the document to settle; then it
+// checks that the world matches it.
+func (r *run[Spec, Status, S, P]) quiesce() {
+	r.logf("lasting faults heal; the document must settle within %v", r.cfg.Horizon)
+	r.mu.Lock()
+	clear(r.broken)
+	clear(r.partitioned)
+	clear(r.flips)
+	r.disruptions++
+	r.mu.Unlock()
+	r.release()
+	deadline := time.Now().Add(r.cfg.Horizon)
+	for len(r.failed()) == 0 { // a failed run's reconciles are parked
+		synctest.Wait()
+		obj, ok := r.get()
+		if !ok {
+			return
+		}
+		why, settled := r.settled(obj)
+		if settled {
+			r.logf("settled: %s", why)
+			r.invariant("at the end")
+			if obj != nil && r.world.Matches != nil && why != held {
+				if err := r.world.Matches(r.ctx, obj); err != nil {
+					r.problem("the document settled (%s) but the world does not match: %v", why, err)
+				}
+			}
+			return
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			r.problem("faults stopped %v ago and the document has not settled: %s", r.cfg.Horizon, why)
+			return
+		}
+		time.Sleep(min(time.Minute, left))
+	}
+}
+
+// held describes a document held in the Fault phase.
+const held = "held for an operator"
+
+// settled reports whether obj has settled, and describes where it is.
+func (r *run[Spec, Status, S, P]) settled(obj *store.Object[Spec, Status]) (string, bool) {
+	if obj == nil {
+		return "removed", true
+	}
+	st := *status[Spec, Status, S, P](obj)
+	intent := obj.Spec.Intent()
+	if obj.Terminating() && r.final != nil {
+		intent = *r.final
+	}
+	if hr, ok := any(obj.Spec).(driver.HasRequests); ok {
+		asked := hr.Requests()
+		for _, name := range r.cfg.Machine.Requests() {
+			st = st.Request(name, asked[name]...)
+		}
+	}
+	where := fmt.Sprintf("intent %v, phase %v", intent, st.Phase)
+	if obj.Terminating() {
+		where += ", deletion requested"
+	}
+	d, err := r.cfg.Machine.Decide(intent, st, time.Now())
+	switch {
+	case err != nil:
+		return fmt.Sprintf("%s: cannot be decided: %v", where, err), false
+	case d.Action == statemachine.Hold:
+		return held, true
+	case obj.Terminating():
+		return fmt.Sprintf("%s: not removed (the machine decides %v)", where, d.Action), false
+	case d.Action == statemachine.Nothing && !d.Final:
+		if d.Refused != nil {
+			return fmt.Sprintf("%s, intent refused: %s", where, d.Refused.Reason), true
+		}
+		return where, true
+	}
+	return fmt.Sprintf("%s: the machine decides %v", where, d.Action), false
+}
+
+// fingerprint describes the state a run has reached, for an exploration to
+// tell states apart: the document's intent, phase, operation, failure and
+// requests, and the faults in force.
+func (r *run[Spec, Status, S, P]) fingerprint() string {
+	obj, _ := r.get()
+	if obj == nil {
+		return "removed" // nothing that happens next can matter
+	}
+	r.mu.Lock()
+	faults := fmt.Sprint(r.broken, r.oneShot, r.touch)
+	r.mu.Unlock()
+	st := status[Spec, Status, S, P](obj)
+	op := "-"
+	if st.Operation != nil {
+		op = fmt.Sprint(st.Operation.Phase, st.Operation.Done, st.Operation.Request, st.Operation.Attempts > 0)
+	}
+	reqs := make([]string, len(st.Requests))
+	for i, rq := range st.Requests {
+		reqs[i] = fmt.Sprint(rq.Name, len(rq.Tokens), len(rq.Served))
+	}
+	return fmt.Sprint(obj.Spec.Intent(), obj.Terminating(), st.Phase, st.Target, op, st.Failure != nil, st.Refused != nil, reqs, faults)
+}

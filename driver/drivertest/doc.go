@@ -1,0 +1,94 @@
+// Package drivertest property-tests a machine's real
+// [github.com/tendhq/tend/driver.Driver]: the user's own steps and
+// observers, run by real controllers on an in-memory store, under faults that
+// persist, intents that change at the worst moment, crashes, and replicas
+// that lose their leases. Time is virtual (testing/synctest), so a run that
+// spans hours of backoff and deadlines takes milliseconds.
+//
+// # Using it
+//
+// A test gives a [Config]: the machine, the kind of its documents, how the
+// user's API writes an intent or a request into a spec, and a World: the
+// driver's real steps and observers over simulated backends, and what must
+// hold of them.
+//
+//	func TestServiceDriver(t *testing.T) {
+//		drivertest.Check(t, drivertest.Config[Spec, Status, State, Phase]{
+//			Machine: machine,
+//			Kind:    "Service",
+//			World: func(env drivertest.Env) (drivertest.World[Spec, Status], error) {
+//				c := newCloud(env) // the backends, simulated in memory
+//				return drivertest.World[Spec, Status]{
+//					Driver:    driverConfig(c), // the real steps and observers
+//					Invariant: c.Check,         // never two instances, …
+//					Matches:   c.Matches,       // running means an instance, …
+//				}, nil
+//			},
+//			SetIntent: func(s *Spec, st State) { s.State = st }, // as the API writes it
+//			Replicas:  2,
+//			Mode:      manager.LeaderElection,
+//		})
+//	}
+//
+// # What a run does
+//
+// A run creates one document, starts the replicas (each a
+// manager.Manager running the driver's controller and the world's
+// others, over its own view of the store), and performs random actions:
+//
+//   - a user's writes: a new intent (through the driver's admission, as an
+//     API would), a request, a deletion through the store (sometimes with
+//     another owner's finalizer, removed later), a new document after one
+//     was removed, a label written while a step runs (the driver's status
+//     write after the step conflicts with it);
+//   - step faults: a failure before the step's effect, after it, a terminal
+//     one (with [Config.TerminalFailures]), a panic, a call slower than a
+//     lease, a crash of the replica between the step's effect and the write
+//     that records it, a step that fails on every call until healed;
+//   - a condition that reads false for a few observations;
+//   - a replica crashing and restarting, or cut off the store until healed
+//     (it loses its lease; another replica takes over);
+//   - virtual time passing, from nothing to hours.
+//
+// After each action the run waits until every goroutine waits, so a run
+// replays exactly from its seed. At the end the faults that last stop and
+// the document must settle within [Config.Horizon].
+//
+// # What it checks
+//
+// On every run, with no user code:
+//
+//   - the phase moves only along the machine's edges, or in one write
+//     along a path of them through phases that run no step (checked on
+//     every write, through the store's watch);
+//   - a step runs only under the operation id stored, read from the store
+//     as the step starts (before the first status write, the document's
+//     UID, which the operation of a transitional initial phase takes), and
+//     never before the retry time its last failure stored (unless the spec
+//     changed since); a step that keeps failing is called no more often than
+//     the driver's backoff allows: a hot loop fails at once;
+//   - no two step calls of one document overlap, on one replica or two;
+//   - every request token is carried by one operation at most, and recorded
+//     served only once an operation has carried it;
+//   - once faults stop, the document reaches a settled pair, a declared
+//     refusal or the Fault phase within the horizon; a deleted document is
+//     removed once its finalizers clear, unless a terminal failure holds it;
+//   - the world's own invariant after every action, and its settled check at
+//     the end.
+//
+// # Failures and replay
+//
+// A failing run is shrunk by rapid to a short list of actions and reported
+// with what went wrong, then the run: each action and each step call, with
+// its virtual time (and, with [Config.ControllerLogs], the controllers'
+// logs). It replays with -rapid.seed or -rapid.failfile; -rapid.checks sets
+// the number of runs.
+//
+// # Exhaustive search
+//
+// For small machines, [Explore] and [Search] try every sequence of up to a
+// given number of actions from a small set, shortest first, and skip
+// sequences that reach a state a shorter one reached. The search is
+// deterministic: a defect within its depth is found on every run, which is
+// what a test of a planted defect needs.
+package drivertest

@@ -1,0 +1,124 @@
+package drivertest
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/tendhq/tend/driver"
+)
+
+// Explore runs every sequence of up to depth actions from a small set, in
+// order of length, on a new run each, and fails t with the first that breaks
+// a property: a deterministic search, for small machines, that finds a
+// planted defect on every run. See [Search].
+func Explore[Spec driver.HasIntent[S], Status any, S, P comparable](t *testing.T, cfg Config[Spec, Status, S, P], depth int) {
+	t.Helper()
+	f, err := Search[Spec, Status](t, cfg, depth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f != nil {
+		t.Fatal(f)
+	}
+}
+
+// Search explores cfg breadth first and returns the first failure, a
+// shortest one, or nil when no sequence of up to depth actions breaks a
+// property.
+//
+// The document is created with each intent the machine admits in its
+// initial phase. Then each action is one of: set each intent, ask for each
+// request, delete the document, write its labels during the next step
+// call, fail the next step call, crash the replica
+// after the next step call's effect, fail every step call until healed, heal,
+// let a second pass, let the horizon pass; with several replicas also make
+// the next step call outlast a lease and cut a replica off the store. After
+// each action the run goes on until everything waits, and at the end of
+// each sequence the lasting faults heal and the document must settle. Sequences
+// that reach a state already reached by a shorter one (the same intent,
+// phase, operation, requests and faults) are not extended.
+//
+// Each sequence runs on a new store and world, built from one fixed seed.
+func Search[Spec driver.HasIntent[S], Status any, S, P comparable](t *testing.T, cfg Config[Spec, Status, S, P], depth int) (*Failure, error) {
+	t.Helper()
+	cfg, err := cfg.validate()
+	if err != nil {
+		return nil, err
+	}
+	if depth < 0 {
+		return nil, fmt.Errorf("%w: negative depth %d", ErrConfig, depth)
+	}
+	alphabet := exploredActions(cfg)
+	type node struct {
+		first   S
+		actions []action[S]
+	}
+	seen := map[string]bool{}
+	// try runs n and reports its failure, and whether it reached a state
+	// no shorter sequence reached.
+	try := func(n node) (*Failure, bool) {
+		actions := append([]action[S]{{kind: doStart}}, n.actions...)
+		f, fp := execute[Spec, Status](t, cfg, 1, n.first, false, actions)
+		fresh := !seen[fp]
+		seen[fp] = true
+		return f, fresh
+	}
+	var frontier []node
+	for _, s := range cfg.Machine.States() {
+		if cfg.Machine.Admit(s, cfg.Machine.Initial()) != nil {
+			continue
+		}
+		n := node{first: s}
+		if f, _ := try(n); f != nil {
+			return f, nil
+		}
+		frontier = append(frontier, n)
+	}
+	for range depth {
+		var next []node
+		for _, n := range frontier {
+			for _, a := range alphabet {
+				child := node{first: n.first, actions: append(slices.Clip(n.actions), a)}
+				f, fresh := try(child)
+				if f != nil {
+					return f, nil
+				}
+				if fresh {
+					next = append(next, child)
+				}
+			}
+		}
+		frontier = next
+	}
+	return nil, nil
+}
+
+// exploredActions returns the actions an exploration of cfg tries.
+func exploredActions[Spec driver.HasIntent[S], Status any, S, P comparable](cfg Config[Spec, Status, S, P]) []action[S] {
+	var out []action[S]
+	for _, s := range cfg.Machine.States() {
+		out = append(out, action[S]{kind: doIntent, intent: s})
+	}
+	for _, name := range cfg.Machine.Requests() {
+		out = append(out, action[S]{kind: doRequest, name: name})
+	}
+	out = append(out,
+		action[S]{kind: doDelete},
+		action[S]{kind: doTouch},
+		action[S]{kind: doFail},
+		action[S]{kind: doCrashAfter},
+		action[S]{kind: doBreak},
+		action[S]{kind: doHeal},
+		action[S]{kind: doSleep, d: time.Second},
+		action[S]{kind: doSleep, d: cfg.Horizon},
+	)
+	if cfg.Replicas > 1 {
+		out = append(out,
+			action[S]{kind: doSlow, d: 2 * cfg.LeaseDuration},
+			action[S]{kind: doPartition, replica: 0},
+		)
+	}
+	return out
+}

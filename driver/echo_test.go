@@ -1,0 +1,48 @@
+package driver
+
+import (
+	"errors"
+	"testing"
+)
+
+// TestEchoes: events of the driver's own writes are known, including one
+// that arrives while the write is still in flight; a newer one that arrived
+// meanwhile is queued once the write returns, and a later one passes.
+func TestEchoes(t *testing.T) {
+	var e echoes
+	queued := 0
+	requeue := func() { queued++ }
+	if e.known("k", 5, requeue) {
+		t.Fatal("an event of a key never written is known")
+	}
+	_ = e.write("k", func() (int64, error) {
+		if !e.known("k", 7, requeue) { // the write's own event, before it returns
+			t.Error("an event during a write is not held")
+		}
+		return 7, nil
+	})
+	if queued != 0 || !e.known("k", 7, requeue) || !e.known("k", 6, requeue) {
+		t.Fatalf("own write: queued %d, known 7 %v", queued, e.known("k", 7, requeue))
+	}
+	_ = e.write("k", func() (int64, error) {
+		e.known("k", 9, requeue) // another writer's, right after ours
+		return 8, nil
+	})
+	if queued != 1 {
+		t.Fatalf("a newer event held during the write was queued %d times, want once", queued)
+	}
+	if e.known("k", 10, requeue) {
+		t.Fatal("a later event is taken for the driver's own")
+	}
+	_ = e.write("k", func() (int64, error) {
+		e.known("k", 11, requeue)
+		return 0, errors.New("conflict")
+	})
+	if queued != 2 {
+		t.Fatalf("an event held during a failed write was not queued (%d)", queued)
+	}
+	e.forget("k")
+	if e.known("k", 1, requeue) {
+		t.Fatal("a forgotten key is known")
+	}
+}

@@ -1,0 +1,131 @@
+package driver_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/tendhq/tend/driver"
+
+	"github.com/tendhq/tend/backends/memory"
+	"github.com/tendhq/tend/controller"
+	"github.com/tendhq/tend/statemachine"
+	"github.com/tendhq/tend/store"
+)
+
+// A lamp's spec holds the user's intent; its status embeds the machine's
+// status, next to what the steps record.
+type LampSpec struct {
+	State string `json:"state"`
+}
+
+func (s LampSpec) Intent() string { return s.State }
+
+type LampStatus struct {
+	statemachine.Status[string, string]
+}
+
+// ExampleDriver drives a lamp with a controller on the memory store: the
+// intent On makes the driver begin Brightening, run its step and complete
+// into Lit once the lamp is observed lit; the intent Off dims it again.
+func ExampleDriver() {
+	machine, err := statemachine.New(statemachine.Definition[string, string]{
+		Name:    "Lamp",
+		States:  []string{"On", "Off"},
+		Initial: "Dark",
+		Phases: []statemachine.PhaseSpec[string]{
+			{Phase: "Dark"},
+			{Phase: "Brightening", Kind: statemachine.Transitional, Unbounded: true, Steps: []string{"switch_on"},
+				Completion: []statemachine.Require{statemachine.Is("lit")}, Then: "Lit"},
+			{Phase: "Lit"},
+			{Phase: "Dimming", Kind: statemachine.Transitional, Unbounded: true, Steps: []string{"switch_off"},
+				Completion: []statemachine.Require{statemachine.Not("lit")}, Then: "Dark"},
+		},
+		Settled: []statemachine.Settle[string, string]{{State: "Off", Phase: "Dark"}, {State: "On", Phase: "Lit"}},
+		Rules: []statemachine.Rule[string, string]{
+			{State: "On", Phase: "Dark", Begin: "Brightening"},
+			{State: "Off", Phase: "Lit", Begin: "Dimming"},
+		},
+	})
+	if err != nil {
+		panic(err)
+	}
+	mem, err := memory.New(memory.Config{Kinds: []string{"Lamp"}})
+	if err != nil {
+		panic(err)
+	}
+	lamps, err := store.NewCollection[LampSpec, LampStatus](mem, "Lamp", store.CollectionConfig{})
+	if err != nil {
+		panic(err)
+	}
+
+	var mu sync.Mutex // guards lit, the world the steps act on
+	lit := map[string]bool{}
+	switchTo := func(on bool) driver.Step[LampSpec, LampStatus] {
+		return func(ctx context.Context, lamp *store.Object[LampSpec, LampStatus], opID string) (statemachine.Outcome, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			lit[lamp.Key] = on
+			return statemachine.Done, nil
+		}
+	}
+	driver, err := driver.New(lamps, machine, driver.Config[LampSpec, LampStatus]{
+		Steps: map[string]driver.Step[LampSpec, LampStatus]{
+			"switch_on":  switchTo(true),
+			"switch_off": switchTo(false),
+		},
+		Observers: map[string]driver.Observer[LampSpec, LampStatus]{
+			"lit": func(ctx context.Context, lamp *store.Object[LampSpec, LampStatus]) (bool, string, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				return lit[lamp.Key], "", nil
+			},
+		},
+	})
+	if err != nil {
+		panic(err)
+	}
+	c, err := controller.New(controller.Config{Name: "lamps", Reconciler: driver, Sources: []controller.Source{driver.Source()}})
+	if err != nil {
+		panic(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- c.Run(ctx) }()
+
+	// waitFor watches the lamp until it rests in phase.
+	w, err := lamps.Watch(ctx, 0)
+	if err != nil {
+		panic(err)
+	}
+	waitFor := func(phase string) {
+		for {
+			ev, err := w.Next(ctx)
+			if err != nil {
+				panic(err)
+			}
+			if ev.Object.Status.Phase == phase {
+				fmt.Printf("%s: %s\n", ev.Object.Key, phase)
+				return
+			}
+		}
+	}
+
+	if _, err := lamps.Create(ctx, &store.Object[LampSpec, LampStatus]{Meta: store.Meta{Key: "hall"}, Spec: LampSpec{State: "On"}}); err != nil {
+		panic(err)
+	}
+	waitFor("Lit")
+	if _, err := driver.UpdateSpec(ctx, "hall", func(s *LampSpec) { s.State = "Off" }); err != nil {
+		panic(err)
+	}
+	waitFor("Dark")
+
+	_ = w.Close()
+	cancel()
+	if err := <-done; err != nil {
+		panic(err)
+	}
+	// Output:
+	// hall: Lit
+	// hall: Dark
+}

@@ -1,0 +1,495 @@
+package manager
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tendhq/tend/controller"
+	"github.com/tendhq/tend/internal/sharedcache"
+	"github.com/tendhq/tend/internal/wait"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/tendhq/tend/informer"
+	"github.com/tendhq/tend/store"
+)
+
+// Errors returned by [New] and [Manager.Run].
+var (
+	// ErrInvalidConfig is returned, wrapped with the reason, by [New] when a
+	// configuration value is missing or out of range.
+	ErrInvalidConfig = errors.New("manager: invalid config")
+	// ErrAlreadyRunning is returned by Run when the manager is already
+	// running.
+	ErrAlreadyRunning = errors.New("manager: already running")
+)
+
+// Mode says how the replicas of a [Manager] share the work.
+type Mode int
+
+const (
+	// Single runs every controller with no coordination: the only replica,
+	// or replicas whose keys never meet.
+	Single Mode = iota
+	// LeaderElection runs the controllers only on the replica that holds the
+	// lease "<LeasePrefix>leader"; the others stand by and take over when it
+	// lapses.
+	LeaderElection
+	// Sharded hashes keys into [Config.Shards] shards (see [ShardOf]),
+	// each a lease "<LeasePrefix>shard/<n>", and spreads the shards evenly
+	// over the live replicas, which announce themselves with a lease
+	// "<LeasePrefix>member/<Identity>". A replica reconciles a key only while
+	// it holds the key's shard.
+	Sharded
+)
+
+// String returns "Single", "LeaderElection" or "Sharded".
+func (m Mode) String() string {
+	switch m {
+	case Single:
+		return "Single"
+	case LeaderElection:
+		return "LeaderElection"
+	case Sharded:
+		return "Sharded"
+	}
+	return "Mode(" + strconv.Itoa(int(m)) + ")"
+}
+
+// Defaults of [Config].
+const (
+	DefaultLeaseDuration = 15 * time.Second
+	DefaultShards        = 32
+)
+
+// Config configures a [Manager].
+type Config struct {
+	// Controllers are the controllers to run; at least one, with distinct
+	// names. A controller belongs to one manager and is not run on its own
+	// meanwhile.
+	Controllers []*controller.Controller
+
+	// Mode says how replicas share the work. The zero value is [Single].
+	Mode Mode
+
+	// Leaser hands out the leases of LeaderElection and Sharded: usually the
+	// store.Backend the controllers watch. Required unless Mode is Single.
+	// Reconciles of a leased key carry the lease's fence (store.WithFence),
+	// so their writes to a backend that checks fences fail with
+	// store.ErrFenced once the lease has passed to another replica. A fence
+	// is checked against the store's own leases, so fenced writes need the
+	// Leaser to be the store the reconcilers write to.
+	Leaser store.Leaser
+
+	// Unfenced runs the reconciles of leased keys without the lease's fence
+	// on their context. It is for a Leaser that cannot check a fence in the
+	// same atomic step as a write, such as the Kubernetes backend, which
+	// refuses every fenced write: New rejects such a Leaser (one with
+	// a FencingUnsupported() error method) unless Unfenced is set, so running
+	// without fencing is always a stated choice. Leases still keep replicas
+	// apart, and a replica stops its reconciles before its lease can pass to
+	// another; what is lost is the store's refusal of a write that a replica
+	// which just lost its lease still had in flight. Ignored in Single mode.
+	Unfenced bool
+
+	// Identity names this replica as a lease holder. It must be unique among
+	// live replicas. Empty means the host name followed by a random suffix.
+	Identity string
+
+	// LeasePrefix is prepended to every lease name, so several managers can
+	// share one store: the leader's, the shards', the members' and the
+	// presence leases of the kinds the manager's drivers drive (see
+	// [PresencePrefix]). Empty means none.
+	LeasePrefix string
+
+	// LeaseDuration is how long a lease lasts unless renewed: a dead
+	// replica's work moves after at most LeaseDuration + RenewPeriod. Zero
+	// means [DefaultLeaseDuration].
+	LeaseDuration time.Duration
+
+	// RenewPeriod is how often leases are renewed, a standby replica tries
+	// to take the lead, and shards are rebalanced. A replica that could not
+	// renew a lease for LeaseDuration − RenewPeriod stops the work it
+	// covers. Zero means LeaseDuration / 3; it must be below
+	// LeaseDuration / 2.
+	RenewPeriod time.Duration
+
+	// Shards is how many shards keys are hashed into in Sharded mode; every
+	// replica must use the same number. Zero means [DefaultShards].
+	Shards int
+
+	// Logger receives the manager's logs. Nil means no logs.
+	Logger *zap.Logger
+
+	// MetricsRegisterer receives the manager's metrics: in Single and
+	// LeaderElection modes leader_election_master_status (client-go's gauge,
+	// 1 while [Manager.IsLeader], labelled name="<LeasePrefix>leader"); in
+	// Sharded mode tend_manager_owned_shards (a gauge: how many shards
+	// [Manager.OwnedShards] holds); in LeaderElection and Sharded modes
+	// tend_manager_lease_renew_failures_total (a counter: renewals of a held
+	// lease that failed, refused by the store or unanswered). The tend_manager
+	// series carry no label: to run several managers on one registry, give
+	// each a registerer wrapped with labels of its own
+	// (prometheus.WrapRegistererWith). Nil means no metrics.
+	MetricsRegisterer prometheus.Registerer
+
+	// StuckReconcileAfter is how long one reconcile may run before
+	// [Manager.CheckLiveness] reports the replica wedged; a controller whose
+	// [Config.Timeout] is longer is allowed that. Zero means
+	// [DefaultStuckReconcileAfter]; a negative value turns the check off.
+	StuckReconcileAfter time.Duration
+
+	// Informers is the informer factory over the controllers' store that
+	// the controllers' sources and reconcilers share ([CacheUser]), so that
+	// each kind is watched once however many controllers follow it. Give
+	// one to share its cache with readers outside the manager too. Nil
+	// means Run makes one per store its controllers read, for as long as
+	// it runs. Run runs the factories in every mode, so that a standby
+	// replica keeps its cache warm; the controllers stop before they do.
+	Informers *informer.Factory
+
+	// OnLeadershipChange, when set, is called with this replica's
+	// [Leadership] each time it changes: the lead taken or lost, a shard
+	// taken, lost or given up, and Run starting or stopping in Single mode.
+	// It is called from one goroutine that [Manager.Run] starts, one call at
+	// a time, with no lock of the manager held, so it may call the manager's
+	// methods; Run returns after the last call has returned, and that call
+	// reports that nothing is held any more. Calls report the leadership as
+	// it is when they are made, so a change that is undone before the
+	// callback could be called may go unreported, and two calls never report
+	// the same leadership in a row. The callback never delays the manager's
+	// work, only the next call, but it must not wait for Run to return.
+	OnLeadershipChange func(Leadership)
+}
+
+// Manager runs several controllers and coordinates replicas of them through
+// a store's leases: see [Mode].
+type Manager struct {
+	controllers []*controller.Controller
+	mode        Mode
+	leaser      store.Leaser
+	identity    string
+	prefix      string
+	ttl         time.Duration
+	renew       time.Duration
+	shards      int
+	unfenced    bool
+	stuckAfter  time.Duration // 0 when reconciles are never reported stuck
+	onChange    func(Leadership)
+	informers   *informer.Factory // Config.Informers; nil when Run makes its own
+	log         *zap.Logger       // a no-op logger when logging is off
+	metrics     *managerMetrics   // nil when metrics are off
+	notify      chan struct{}     // capacity 1: the leadership may have changed
+
+	state    atomic.Int32            // stateIdle, stateRunning or stateStopping
+	leading  atomic.Pointer[held]    // the leader lease while this replica leads
+	sharding atomic.Pointer[sharder] // the sharder while Run runs in Sharded mode
+	leases   leaseHealth
+}
+
+// The states of a [Manager].
+const (
+	stateIdle     = iota // Run is not running
+	stateRunning         // Run is running and its context has not ended
+	stateStopping        // Run is stopping
+)
+
+// New returns a manager configured by cfg. It starts nothing: see
+// [Manager.Run].
+func New(cfg Config) (*Manager, error) {
+	if len(cfg.Controllers) == 0 {
+		return nil, fmt.Errorf("%w: no Controllers", ErrInvalidConfig)
+	}
+	names := make(map[string]bool, len(cfg.Controllers))
+	for i, c := range cfg.Controllers {
+		if c == nil {
+			return nil, fmt.Errorf("%w: Controllers[%d] is nil", ErrInvalidConfig, i)
+		}
+		if names[c.Name()] {
+			return nil, fmt.Errorf("%w: two controllers are named %q", ErrInvalidConfig, c.Name())
+		}
+		names[c.Name()] = true
+	}
+	m := &Manager{
+		controllers: append([]*controller.Controller(nil), cfg.Controllers...),
+		mode:        cfg.Mode,
+		leaser:      cfg.Leaser,
+		identity:    cfg.Identity,
+		prefix:      cfg.LeasePrefix,
+		ttl:         cmp.Or(cfg.LeaseDuration, DefaultLeaseDuration),
+		shards:      cmp.Or(cfg.Shards, DefaultShards),
+		unfenced:    cfg.Unfenced,
+		onChange:    cfg.OnLeadershipChange,
+		informers:   cfg.Informers,
+		notify:      make(chan struct{}, 1),
+	}
+	if cfg.Leaser != nil {
+		m.leaser = &leaseCalls{Leaser: cfg.Leaser, m: m}
+	}
+	switch {
+	case cfg.StuckReconcileAfter == 0:
+		m.stuckAfter = DefaultStuckReconcileAfter
+	case cfg.StuckReconcileAfter > 0:
+		m.stuckAfter = cfg.StuckReconcileAfter
+	}
+	m.renew = cmp.Or(cfg.RenewPeriod, m.ttl/3)
+	switch {
+	case cfg.Mode < Single || cfg.Mode > Sharded:
+		return nil, fmt.Errorf("%w: unknown %v", ErrInvalidConfig, cfg.Mode)
+	case cfg.Mode != Single && cfg.Leaser == nil:
+		return nil, fmt.Errorf("%w: %v needs a Leaser", ErrInvalidConfig, cfg.Mode)
+	case cfg.LeaseDuration < 0 || cfg.RenewPeriod < 0 || cfg.Shards < 0:
+		return nil, fmt.Errorf("%w: LeaseDuration, RenewPeriod and Shards must not be negative", ErrInvalidConfig)
+	case m.renew <= 0 || 2*m.renew >= m.ttl:
+		return nil, fmt.Errorf("%w: RenewPeriod %v must be positive and below LeaseDuration/2 (%v)", ErrInvalidConfig, m.renew, m.ttl/2)
+	}
+	if u, ok := cfg.Leaser.(interface{ FencingUnsupported() error }); ok && cfg.Mode != Single && !cfg.Unfenced {
+		return nil, fmt.Errorf("%w: the Leaser cannot fence writes (%v): set Unfenced to run %v without fencing, or take leases from a store that fences",
+			ErrInvalidConfig, u.FencingUnsupported(), cfg.Mode)
+	}
+	if m.identity == "" {
+		host, _ := os.Hostname()
+		m.identity = host + "-" + strconv.FormatUint(rand.Uint64()&0xffffffffffff, 36)
+	}
+	m.log = cmp.Or(cfg.Logger, zap.NewNop()).Named("manager").With(zap.String("identity", m.identity))
+	if cfg.MetricsRegisterer != nil {
+		mm, err := newManagerMetrics(cfg.MetricsRegisterer, m)
+		if err != nil {
+			return nil, err
+		}
+		m.metrics = mm
+	}
+	return m, nil
+}
+
+// Identity returns the name this replica holds leases under.
+func (m *Manager) Identity() string { return m.identity }
+
+// Run runs the controllers as the mode says until ctx ends or a controller
+// fails, then stops them gracefully (see [Controller.Run]), gives up the
+// leases it holds and returns once every goroutine it started has stopped.
+// It returns nil after ctx ends, or the first controller's error.
+//
+// In every mode, for each [Driver] among its controllers' reconcilers, Run
+// records the driver's registration and holds a presence lease in the
+// driver's store until it returns (see Operators in the package
+// documentation).
+//
+// While it runs, [Manager.IsLeader], [Manager.OwnedShards],
+// [Manager.CheckReadiness] and [Manager.CheckLiveness] report on it, and
+// [Config.OnLeadershipChange] is told of each change.
+//
+// With LeaderElection, a replica that loses the lead stops its controllers
+// at once (their reconciles' context is cancelled) and stands by again.
+// With Sharded, a replica that loses or gives up a shard stops reconciling
+// its keys at once; one that gains a shard queues its keys again by asking
+// the sources that list ([Kind], [Owns], [Watches], [Resync]) to list again.
+func (m *Manager) Run(ctx context.Context) error {
+	if !m.state.CompareAndSwap(stateIdle, stateRunning) {
+		return fmt.Errorf("%w: manager %s", ErrAlreadyRunning, m.identity)
+	}
+	defer m.state.Store(stateIdle)
+	m.leases.reset()
+	stopped := make(chan struct{})
+	watch := context.AfterFunc(ctx, func() {
+		defer close(stopped)
+		m.state.CompareAndSwap(stateRunning, stateStopping)
+		m.changed()
+	})
+	var reporter sync.WaitGroup
+	endReports := make(chan struct{})
+	if m.onChange != nil {
+		reporter.Go(func() { m.report(endReports) })
+	}
+	m.changed()
+
+	cs := &sharedcache.Set{Given: m.informers}
+	for _, c := range m.controllers {
+		users := c.CacheUsers()
+		sharedcache.Bind(cs, users)
+		defer sharedcache.Bind(nil, users)
+	}
+	endCaches := cs.Run(ctx, true)
+
+	// Each replica records the machines of its drivers and holds their
+	// presence leases for as long as it runs, in every mode: a standby
+	// replica serves the kind as soon as it takes over.
+	var presence sync.WaitGroup
+	presenceCtx, endPresence := context.WithCancel(context.WithoutCancel(ctx))
+	kinds := map[string]bool{}
+	for _, c := range m.controllers {
+		if r, ok := c.Reconciler().(registrant); ok && !kinds[r.Registration().Kind] {
+			kinds[r.Registration().Kind] = true
+			presence.Go(func() { m.present(presenceCtx, r) })
+		}
+	}
+
+	var err error
+	switch m.mode {
+	case LeaderElection:
+		err = m.runLeader(ctx)
+	case Sharded:
+		err = m.runSharded(ctx)
+	default:
+		err = m.runAll(ctx, context.WithoutCancel(ctx), nil)
+	}
+
+	endPresence()
+	presence.Wait()
+	endCaches()
+	if !watch() {
+		<-stopped
+	}
+	m.state.Store(stateStopping)
+	close(endReports)
+	reporter.Wait()
+	return err
+}
+
+// runAll runs every controller until stop ends or one fails.
+func (m *Manager) runAll(stop, base context.Context, g controller.Gate) error {
+	group, stop := errgroup.WithContext(stop)
+	for _, c := range m.controllers {
+		group.Go(func() error { return c.RunShared(stop, controller.Shared{Reconciles: base, Gate: g}) })
+	}
+	return group.Wait()
+}
+
+// release gives a lease up, even after ctx ended.
+func (m *Manager) release(ctx context.Context, l store.Lease) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.renew)
+	defer cancel()
+	if err := m.leaser.ReleaseLease(ctx, l); err != nil {
+		m.log.Warn("releasing lease", zap.String("lease", l.Name), zap.Error(err))
+	}
+}
+
+// acquire tries once to take the named lease; the returned held lease's
+// context derives from parent.
+func (m *Manager) acquire(ctx, parent context.Context, name string) (*held, error) {
+	start := time.Now()
+	l, err := m.leaser.AcquireLease(ctx, name, m.identity, m.ttl)
+	if err != nil {
+		return nil, err
+	}
+	return hold(m.fenced(parent, l), l, start.Add(m.ttl-m.renew)), nil
+}
+
+// fenced returns ctx carrying the fence of lease l, or ctx itself when the
+// manager runs unfenced.
+func (m *Manager) fenced(ctx context.Context, l store.Lease) context.Context {
+	if m.unfenced {
+		return ctx
+	}
+	return store.WithFence(ctx, store.Fence{Lease: l.Name, Token: l.Fence})
+}
+
+// keep renews h once; it ends h when the store says the lease is lost.
+func (m *Manager) keep(ctx context.Context, h *held) {
+	start := time.Now()
+	l, err := m.leaser.RenewLease(ctx, h.current())
+	switch {
+	case err == nil:
+		h.extend(l, start.Add(m.ttl-m.renew))
+	case errors.Is(err, store.ErrLeaseLost):
+		h.end(store.ErrLeaseLost)
+	case ctx.Err() == nil:
+		m.log.Warn("renewing lease", zap.String("lease", h.current().Name), zap.Error(err))
+	}
+}
+
+// runLeader stands by until it takes the lead, runs the controllers while it
+// holds it, and stands by again when it loses it.
+func (m *Manager) runLeader(ctx context.Context) error {
+	name := m.prefix + "leader"
+	for {
+		h, err := m.acquire(ctx, context.WithoutCancel(ctx), name)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			if !errors.Is(err, store.ErrLeaseHeld) {
+				m.log.Warn("taking the lead", zap.Error(err))
+			}
+			if wait.Sleep(ctx, m.renew) != nil {
+				return nil
+			}
+			continue
+		}
+		m.log.Info("leading", zap.Int64("fence", h.current().Fence))
+		err = m.lead(ctx, h)
+		if err != nil || ctx.Err() != nil {
+			return err
+		}
+		m.log.Warn("lost the lead; standing by", zap.Error(context.Cause(h.ctx)))
+	}
+}
+
+// lead runs the controllers while h is held.
+func (m *Manager) lead(ctx context.Context, h *held) error {
+	stop, cancelStop := context.WithCancel(ctx)
+	defer cancelStop()
+	context.AfterFunc(h.ctx, cancelStop)
+	m.leading.Store(h)
+	m.changed()
+	lostOrGivenUp := make(chan struct{})
+	context.AfterFunc(h.ctx, func() {
+		m.changed()
+		close(lostOrGivenUp)
+	})
+	defer func() {
+		<-lostOrGivenUp
+		m.leading.Store(nil)
+	}()
+
+	var renewals sync.WaitGroup
+	renewals.Go(func() {
+		t := time.NewTicker(m.renew)
+		defer t.Stop()
+		for {
+			select {
+			case <-h.ctx.Done():
+				return
+			case <-t.C:
+				m.keep(h.ctx, h)
+			}
+		}
+	})
+	err := m.runAll(stop, h.ctx, nil)
+	lost := h.lost()
+	h.end(errGivenUp)
+	renewals.Wait()
+	if !lost {
+		m.release(ctx, h.current())
+	}
+	return err
+}
+
+// errGivenUp is the cause of a lease context ended because this replica gave
+// the lease up.
+var errGivenUp = errors.New("manager: lease given up")
+
+// runSharded runs the controllers behind a sharder, which holds shards while
+// they run and gives them up after they stopped.
+func (m *Manager) runSharded(ctx context.Context) error {
+	s := newSharder(m)
+	m.sharding.Store(s)
+	defer m.sharding.Store(nil)
+	life, end := context.WithCancel(context.WithoutCancel(ctx))
+	var loop sync.WaitGroup
+	loop.Go(func() { s.run(ctx, life) })
+	err := m.runAll(ctx, context.WithoutCancel(ctx), s)
+	end()
+	loop.Wait()
+	return err
+}

@@ -1,0 +1,93 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/tendhq/tend/internal/wait"
+	"github.com/tendhq/tend/registry"
+	"github.com/tendhq/tend/store"
+)
+
+// registrant is a reconciler that drives a machine: its [Manager] records
+// its registration and holds its presence lease (see [Manager.Run]).
+type registrant interface {
+	Registration() registry.Entry
+	Store() store.Backend
+}
+
+// present records the registration of the driver reg and holds its
+// presence lease, in the driver's own store (where operators read both),
+// until ctx ends; it then releases the lease. A store not configured with
+// registry.Kind records nothing, which is logged once.
+func (m *Manager) present(ctx context.Context, reg registrant) {
+	b := reg.Store()
+	r := reg.Registration()
+	r.Presence = registry.PresencePrefix(m.prefix, r.Kind)
+	r.Replica = m.identity
+	log := m.log.With(zap.String("kind", r.Kind))
+	name := r.Presence + m.identity
+	recorded := false
+	var lease *store.Lease
+	for {
+		if !recorded {
+			r.RecordedAt = time.Now()
+			wrote, err := registry.Put(ctx, b, r)
+			switch {
+			case errors.Is(err, store.ErrUnknownKind):
+				log.Debug("machine not recorded: the store has no kind " + registry.Kind)
+				recorded = true
+			case err != nil:
+				if ctx.Err() == nil {
+					log.Warn("recording the machine", zap.Error(err))
+				}
+			default:
+				recorded = true
+				if wrote {
+					log.Info("machine recorded", zap.String("machine", r.Machine.Name))
+				}
+			}
+		}
+		lease = m.keepPresence(ctx, b, name, lease, log)
+		if wait.Sleep(ctx, m.renew) != nil {
+			break
+		}
+	}
+	if lease != nil {
+		release, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.renew)
+		defer cancel()
+		if err := b.ReleaseLease(release, *lease); err != nil {
+			log.Warn("releasing the presence lease", zap.String("lease", name), zap.Error(err))
+		}
+	}
+}
+
+// keepPresence takes the presence lease called name, or renews l, and
+// returns the lease held (nil when none is).
+func (m *Manager) keepPresence(ctx context.Context, b store.Backend, name string, l *store.Lease, log *zap.Logger) *store.Lease {
+	var (
+		next store.Lease
+		err  error
+	)
+	if l != nil {
+		if next, err = b.RenewLease(ctx, *l); err == nil {
+			return &next
+		}
+		if !errors.Is(err, store.ErrLeaseLost) {
+			if ctx.Err() == nil {
+				log.Warn("renewing the presence lease", zap.String("lease", name), zap.Error(err))
+			}
+			return l
+		}
+	}
+	if next, err = b.AcquireLease(ctx, name, m.identity, m.ttl); err != nil {
+		if ctx.Err() == nil {
+			log.Warn("taking the presence lease", zap.String("lease", name), zap.Error(err))
+		}
+		return nil
+	}
+	return &next
+}
