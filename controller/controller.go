@@ -85,7 +85,7 @@ type Config struct {
 
 	// TracerProvider receives a span for each reconcile ([SpanReconcile]),
 	// the parent of whatever the reconciler does with its context. Give the
-	// same provider to the [DriverConfig] of a driver for spans of its steps
+	// same provider to the [driver.Config] of a driver for spans of its steps
 	// and observers. Nil means no spans, and none of their cost.
 	TracerProvider trace.TracerProvider
 }

@@ -92,7 +92,7 @@
 // (the capability [backend.Unfenced]). Leases still give leader election and
 // sharding their exclusion; what is lost is the guarantee that a process
 // which lost its lease a moment ago cannot write once more. A controller
-// Manager on this store states that choice with ManagerConfig.Unfenced
+// Manager on this store states that choice with manager.Config.Unfenced
 // (package github.com/tendhq/tend/controller), without which it refuses
 // the store as its Leaser.
 //

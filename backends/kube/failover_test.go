@@ -40,7 +40,7 @@ var failover = managertest.FailoverConfig{
 
 // TestFailover runs managertest.Failover over the API server: three
 // replica processes sharding a kind through coordination Leases, one killed
-// with SIGKILL mid-work, with ManagerConfig.Unfenced as this store requires.
+// with SIGKILL mid-work, with manager.Config.Unfenced as this store requires.
 func TestFailover(t *testing.T) {
 	t.Setenv(envFailoverNamespace, storeNamespace(t, restConfig(t)))
 	managertest.Failover(t, failover)
