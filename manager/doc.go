@@ -1,0 +1,67 @@
+// Package manager runs the controllers of a process (package controller)
+// and coordinates its replicas through a store's leases: one leader, or
+// key-space shards each owned by one replica.
+//
+// # One watch per kind
+//
+// A [Manager] shares one informer cache per store among all its
+// controllers: it makes an informer.Factory over each store they read (or
+// takes [Config.Informers]) and gives it, when it runs, to every source and
+// reconciler that reads through a cache (controller.CacheUser): the
+// watching sources, drivers (package driver), and the garbage collector of
+// package cascade. However many controllers follow a kind, the store sees
+// one watch of it.
+//
+// # Replicas
+//
+// A [Manager] runs several controllers in one of three modes ([Mode]):
+// [Single] runs them all; [LeaderElection] runs them on the one replica that
+// holds a lease; [Sharded] hashes keys into shards ([ShardOf]), each a lease,
+// and spreads the shards evenly over the live replicas, moving them as
+// replicas come and go. Leases come from a store.Leaser, usually the store
+// the controllers watch. A replica reconciles a key only while it holds the
+// key's lease, stops at once (cancelling the reconcile's context) when it
+// loses it, and every reconcile's context carries the lease's fence
+// (store.WithFence), so the store refuses the writes of a replica that lost
+// its lease. A store that cannot check fences atomically (the Kubernetes
+// backend) needs [Config.Unfenced], the stated choice to run without
+// that last guard. See docs/scale-out.md for the reasoning.
+//
+// # Health, leadership and endpoints
+//
+// A [Manager] tells operators whether its replica is healthy and doing its
+// share. [Manager.IsLeader] and [Manager.OwnedShards] report the lead and the
+// shards it holds, and [Config.OnLeadershipChange] is called, from a
+// goroutine of [Manager.Run], each time they change.
+// [Manager.CheckReadiness] passes once Run runs, every controller's sources
+// have listed ([Controller.HasSynced]) and, in Sharded mode, the replica
+// holds its share of the shards; as in Kubernetes, a standby replica waiting
+// for the lead is ready, and its leadership is reported apart.
+// [Manager.CheckLiveness] fails while a reconcile has run past
+// [Config.StuckReconcileAfter], or the lease calls have failed for
+// longer than the lease duration. [Manager.Handler] serves them as /readyz
+// and /healthz in Kubernetes' format, with /metrics and, when asked,
+// net/http/pprof's /debug/pprof/; [Manager.Serve] runs that handler on an
+// address until its context ends.
+//
+// # Machines recorded for on-call tools
+//
+// A Manager records, for each driver (package driver) it runs, the
+// driver's registration in the store's registry (package registry) — the
+// machine as a statemachine.Descriptor, the finalizer the driver owns, the
+// prefix of its presence leases, the replica and the time — so that a
+// program without the user's Go types (package oncall, the tend command, the
+// web console) can read and act on the kind's documents. It is written only
+// when the machine, finalizers or prefix changed; a store without the
+// registry's kind records nothing (logged once, at debug level). While Run
+// runs, in every mode, each replica also holds a presence lease
+// "<LeasePrefix>presence/<kind>/<Identity>" (registry.PresencePrefix) in the
+// kind's own store, and releases it when Run returns.
+//
+// # Metrics
+//
+// With [Config.MetricsRegisterer] set, a manager exports
+// leader_election_master_status (client-go's gauge),
+// tend_manager_owned_shards and tend_manager_lease_renew_failures_total, as
+// its mode calls for.
+package manager
