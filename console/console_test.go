@@ -378,7 +378,7 @@ func TestEventsFollowPhaseChanges(t *testing.T) {
 	}
 }
 
-// The actions reach the document through the operator package: they are
+// The actions reach the document through the oncall package: they are
 // recorded in its history, and one the machine does not allow is refused
 // with the reason on the document's page.
 func TestActionsActThroughTheOperatorClient(t *testing.T) {

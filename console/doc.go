@@ -6,7 +6,7 @@
 //
 // # What it shows
 //
-// The console reads what controllers record (see package operator): the
+// The console reads what controllers record (see package oncall): the
 // machine of each driven kind, and the machine's part of every document's
 // status at its fixed JSON paths. It links none of the user's types. Its
 // pages are rendered on the server; a small script, served with them,

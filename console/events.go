@@ -213,7 +213,7 @@ func sendReload(w http.ResponseWriter, f http.Flusher) {
 }
 
 // event describes a change for the pages, reading the document as the
-// operator package reads it.
+// oncall package reads it.
 func (c *Console) event(ev store.Event, m *statemachine.Machine[string, string], withStatus bool) (objectEvent, error) {
 	o, err := oncall.Decode(ev.Document)
 	if err != nil {

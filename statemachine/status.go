@@ -48,7 +48,7 @@ type Status[S, P comparable] struct {
 	Timers []TimerDue `json:"timers,omitempty"`
 	// Paused is set while an operator holds the object: its controller
 	// runs no step and makes no decision for it until the hold is lifted.
-	// Operators set and clear it (see package operator); the machine never
+	// Operators set and clear it (see package oncall); the machine never
 	// reads it.
 	Paused *Pause `json:"paused,omitempty"`
 	// Commands are operator commands its controller has not carried out
