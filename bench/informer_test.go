@@ -94,6 +94,7 @@ func lampDriver(tb testing.TB, s store.Backend, f *informer.Factory) (*tenddrive
 		tb.Fatal(err)
 	}
 	d, err := tenddriver.New(lamps, m, tenddriver.Config[lampSpec, lampStatus]{
+		Cache: f,
 		Steps: map[string]tenddriver.Step[lampSpec, lampStatus]{
 			"switch_on": func(context.Context, *store.Object[lampSpec, lampStatus], string) (statemachine.Outcome, error) {
 				return statemachine.Done, nil
@@ -105,9 +106,6 @@ func lampDriver(tb testing.TB, s store.Backend, f *informer.Factory) (*tenddrive
 	})
 	if err != nil {
 		tb.Fatal(err)
-	}
-	if f != nil {
-		d.UseCache(f)
 	}
 	return d, lamps
 }
@@ -204,14 +202,21 @@ func BenchmarkWatchesPerProcess(b *testing.B) {
 // have synced, then stops them.
 func runFive(b *testing.B, s *countingStore, shared bool) {
 	mc := tendmanager.Config{}
+	var lw informer.ListWatcher = s
+	if shared {
+		f, err := informer.NewFactory(s, informer.FactoryConfig{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		lw, mc.Informers = f, f
+	}
 	for i := range 5 {
 		c, err := tendctrl.New(tendctrl.Config{
 			Name: fmt.Sprint("c", i),
 			Reconciler: tendctrl.ReconcilerFunc(func(context.Context, string) (tendctrl.Result, error) {
 				return tendctrl.Result{}, nil
 			}),
-			Sources:  []tendctrl.Source{tendctrl.For(s, "Lamp")},
-			Uncached: !shared,
+			Sources: []tendctrl.Source{tendctrl.For(lw, "Lamp")},
 		})
 		if err != nil {
 			b.Fatal(err)

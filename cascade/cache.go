@@ -69,31 +69,18 @@ func (p *pass) list(ctx context.Context, kind string, opts store.ListOptions) ([
 	return docs, err
 }
 
-// CacheStore implements controller.CacheUser: the backend.
-func (r *reconciler) CacheStore() informer.ListWatcher { return r.b }
-
-// UseCache implements controller.CacheUser: reconciles read the cache of f
-// first (see pass), and resyncs list it.
-func (r *reconciler) UseCache(f *informer.Factory) {
-	if f == nil {
-		r.cache.Store(nil)
-		return
-	}
-	m := make(map[string]*informer.Informer, len(r.kinds))
+// useCache makes the reconciler read the informers of f first.
+func (r *reconciler) useCache(f *informer.Factory) {
+	r.cache = make(map[string]*informer.Informer, len(r.kinds))
 	for _, k := range r.kinds {
 		if inf, err := f.For(k); err == nil {
-			m[k] = inf
+			r.cache[k] = inf
 		}
 	}
-	r.cache.Store(&m)
 }
 
 // cached returns the pass over the cache, or over the store when the
 // reconciler has no cache.
 func (r *reconciler) cached() *pass {
-	p := &pass{reconciler: r}
-	if m := r.cache.Load(); m != nil {
-		p.cache = *m
-	}
-	return p
+	return &pass{reconciler: r, cache: r.cache}
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -55,7 +54,7 @@ type Config struct {
 	// ResyncPeriod is how often every document of the watched kinds is
 	// queued again, at low priority. It finds what no event reported: the
 	// dependents of an owner removed while the store's history was
-	// compacted (see [controller.Kind]). Zero means [DefaultResyncPeriod];
+	// compacted (see [controller.For]). Zero means [DefaultResyncPeriod];
 	// a negative value turns periodic resyncs off. Every run of the
 	// controller queues every document once, whatever the period, when its
 	// kinds have been listed.
@@ -66,6 +65,14 @@ type Config struct {
 	// (cascade_*), the controller's and those of its work queue. Nil means
 	// no metrics.
 	MetricsRegisterer prometheus.Registerer
+	// Cache is the informer cache over Backend to watch the kinds through
+	// and to read first: usually the cache of the Manager that runs the
+	// collector (package manager, Manager.Cache), which runs it, so a
+	// process running drivers and the collector on the same kinds opens
+	// one watch of each. It must run while the collector does. Nil means
+	// each watched kind has an informer of its own and every read goes to
+	// the store.
+	Cache *informer.Factory
 }
 
 // NewController returns the garbage collector as a controller: run it under a
@@ -104,8 +111,13 @@ func NewController(cfg Config) (*controller.Controller, error) {
 	r := &reconciler{b: cfg.Backend, kinds: kinds, workers: workers, log: log.Named(name), metrics: m}
 	var c *controller.Controller // set below, before it can run
 	sources := make([]controller.Source, 0, len(kinds)+1)
+	var lw informer.ListWatcher = cfg.Backend
+	if cfg.Cache != nil {
+		lw = cfg.Cache
+		r.useCache(cfg.Cache)
+	}
 	for _, k := range kinds {
-		sources = append(sources, controller.Watches(cfg.Backend, k, r.keysOf))
+		sources = append(sources, controller.Watches(lw, k, r.keysOf))
 	}
 	every := cmp.Or(cfg.ResyncPeriod, DefaultResyncPeriod)
 	sources = append(sources, r.resync(func() bool { return c.HasSynced() }, every))
@@ -133,7 +145,7 @@ type reconciler struct {
 	workers int         // also how many dependents one reconcile collects at once
 	log     *zap.Logger // for the resync source; reconciles log through controller.LoggerFrom
 	metrics *metrics
-	cache   atomic.Pointer[map[string]*informer.Informer] // the shared cache by kind (see UseCache); nil: reads go to the store
+	cache   map[string]*informer.Informer // the informers of Config.Cache by kind; nil: reads go to the store
 }
 
 // keyOf returns the work-queue key of the document kind/key with uid:

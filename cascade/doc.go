@@ -42,9 +42,9 @@
 // entitles the replica to it, so a replica that lost its lease cannot write.
 //
 // Its sources watch the kinds of [Config.Kinds] ([controller.Watches]),
-// through the informers the manager shares among its controllers (see
-// controller.CacheUser): a process running drivers and the garbage
-// collector on the same kinds opens one watch of each. A key names one
+// through [Config.Cache], the informers the manager shares among its
+// controllers: a process running drivers and the garbage collector on the
+// same kinds opens one watch of each. A key names one
 // document at one UID: a change to a document queues the document itself
 // and its owners. A reconcile reads the document: an owner held by a
 // policy finalizer has its dependents deleted or orphaned; a live

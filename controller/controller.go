@@ -18,7 +18,6 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/tendhq/tend/internal/sharedcache"
 	"github.com/tendhq/tend/workqueue"
 	"github.com/tendhq/tend/workqueue/queueprom"
 )
@@ -75,14 +74,6 @@ type Config struct {
 	// controller-runtime's names, and its work queue's. Nil means no metrics.
 	MetricsRegisterer prometheus.Registerer
 
-	// Uncached makes the controller's sources watch the store on their own
-	// and its reconciler read the store, rather than share the informer
-	// cache of the process ([CacheUser]): for a reconciler that must read
-	// every document from the store, or a process that cannot hold a copy
-	// of its documents in memory. Another controller following the same
-	// kind then costs the store a watch of its own.
-	Uncached bool
-
 	// TracerProvider receives a span for each reconcile ([SpanReconcile]),
 	// the parent of whatever the reconciler does with its context. Give the
 	// same provider to the [driver.Config] of a driver for spans of its steps
@@ -100,7 +91,6 @@ type Controller struct {
 	limiter   workqueue.RateLimiter[string]
 	timeout   time.Duration
 	grace     time.Duration
-	uncached  bool
 	log       *zap.Logger // a no-op logger when logging is off
 	reg       prometheus.Registerer
 	metrics   *metrics     // nil when metrics are off
@@ -137,7 +127,6 @@ func New(cfg Config) (*Controller, error) {
 		workers:  max(cfg.Workers, 1),
 		limiter:  cfg.RateLimiter,
 		timeout:  cfg.Timeout,
-		uncached: cfg.Uncached,
 		grace:    cmp.Or(cfg.ShutdownGracePeriod, DefaultShutdownGracePeriod),
 		reg:      cfg.MetricsRegisterer,
 		tracer:   newTracer(cfg.TracerProvider),
@@ -169,11 +158,11 @@ func (c *Controller) Name() string { return c.name }
 // source that failed. Run may be called again after it returns, but not while
 // it runs ([ErrAlreadyRunning]).
 //
-// Run alone shares one informer cache per store among the controller's
-// sources and its reconciler ([CacheUser]), for as long as it runs; under
-// a [Manager], the cache is shared by all of the manager's controllers.
+// Sources given an informer.Factory read through its cache, which must run
+// meanwhile (a Manager of package manager runs its own); sources given a
+// store run an informer each for as long as they run.
 func (c *Controller) Run(ctx context.Context) error {
-	return c.run(ctx, context.WithoutCancel(ctx), nil, &sharedcache.Set{})
+	return c.run(ctx, context.WithoutCancel(ctx), nil)
 }
 
 // Gate admits the keys a replica may reconcile: a manager that shards keys
@@ -204,17 +193,16 @@ type Shared struct {
 	Gate Gate
 }
 
-// RunShared runs the controller as [Controller.Run] does, for a manager
-// that shares one informer cache among all its controllers: it gives the
-// controller's [CacheUser]s their cache itself (see [Controller.CacheUsers])
-// and runs it, so RunShared neither binds nor runs one. ctx ending begins a
-// graceful shutdown, as for Run.
+// RunShared runs the controller as [Controller.Run] does, as one of the
+// controllers of a manager (package manager): its reconciles derive from
+// s.Reconciles and only the keys s.Gate admits are reconciled. ctx ending
+// begins a graceful shutdown, as for Run.
 func (c *Controller) RunShared(ctx context.Context, s Shared) error {
 	base := s.Reconciles
 	if base == nil {
 		base = context.WithoutCancel(ctx)
 	}
-	return c.run(ctx, base, s.Gate, nil)
+	return c.run(ctx, base, s.Gate)
 }
 
 // Reconciler returns the controller's reconciler.
@@ -237,20 +225,12 @@ func (c *Controller) OldestReconcile() (key string, start time.Time, ok bool) {
 // run is Run with the stop signal split from the reconciles' context: stop
 // ending begins a graceful shutdown; base is the parent of every reconcile's
 // context (its values reach the reconciler, its end cancels reconciles at
-// once). g filters keys when not nil. With own set, the run shares the
-// caches of own among its sources and reconciler and runs them; a Manager
-// passes nil, having done that for all its controllers.
-func (c *Controller) run(stop, base context.Context, g Gate, own *sharedcache.Set) error {
+// once). g filters keys when not nil.
+func (c *Controller) run(stop, base context.Context, g Gate) error {
 	if !c.running.CompareAndSwap(false, true) {
 		return fmt.Errorf("%w: %s", ErrAlreadyRunning, c.name)
 	}
 	defer c.running.Store(false)
-	if own != nil {
-		users := c.CacheUsers()
-		sharedcache.Bind(own, users)
-		defer sharedcache.Bind(nil, users)
-		defer own.Run(stop, false)()
-	}
 	qc := workqueue.Config[string]{Name: c.name, RateLimiter: c.limiter}
 	if c.reg != nil {
 		qc.Metrics = queueprom.New(queueprom.Config{Registerer: c.reg})

@@ -55,13 +55,13 @@
 //
 // # Reading through a cache
 //
-// The watching sources ([For], [Owns], [Watches], [Resync]) read a store
-// through an informer (package informer). A [Controller] run alone shares
-// one informer cache per store among its sources and its reconciler
-// ([CacheUser]); under a Manager (package manager) the cache is shared by
-// all of the manager's controllers, so however many controllers follow a
-// kind, the store sees one watch of it. [Config.Uncached] opts a controller
-// out: its sources watch on their own and its reconciler reads the store.
+// The watching sources ([For], [Owns], [Watches], [Resync], [Events]) read
+// what they are given: an informer.Factory, whose cache every consumer of
+// the factory shares (so the store sees one watch per kind however many
+// controllers follow it), or a store, over which each source runs an
+// informer of its own. A factory must run while the controller does: a
+// Manager (package manager) hands its controllers the cache it runs
+// (Manager.Cache).
 //
 // # Running and stopping
 //

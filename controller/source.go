@@ -69,9 +69,11 @@ func Channel(ch <-chan string) Source {
 
 // For returns a source that queues the key of every document of kind: each
 // document of the informer's cache when it starts, then each document
-// added, modified or deleted. The informer (shared when lw is an
-// *informer.Factory, see [informer.ListWatcher]) lists and watches from the list's
-// revision; when the store has compacted the history it needs
+// added, modified or deleted. lw is the cache to read, an
+// *informer.Factory (which must run meanwhile; a Manager of package manager
+// runs its own: Manager.Cache), or a store, over which the source runs an
+// informer of its own while it runs. The informer lists and watches from
+// the list's revision; when the store has compacted the history it needs
 // (store.ErrCompacted), it lists again and reports what changed meanwhile;
 // when the watch fails otherwise it watches again from the last revision
 // received, missing nothing. store.ErrUnknownKind, store.ErrInvalid and
@@ -147,8 +149,6 @@ type watchSource struct {
 	reasons [4]string
 	// current is the informer of the run in progress; nil when not running.
 	current atomic.Pointer[informer.Informer]
-	// shared is the factory UseCache gave; nil when the source watches lw.
-	shared atomic.Pointer[informer.Factory]
 }
 
 func newWatchSource(lw informer.ListWatcher, kind, what string, emit func(Enqueuer, *store.Document, bool, string)) *watchSource {
@@ -165,30 +165,12 @@ func newWatchSource(lw informer.ListWatcher, kind, what string, emit func(Enqueu
 	}
 }
 
-// CacheStore implements [CacheUser]: the store the source watches, unless
-// it was given an informer.Factory.
-func (s *watchSource) CacheStore() informer.ListWatcher { return storeOf(s.lw) }
-
-// UseCache implements [CacheUser].
-func (s *watchSource) UseCache(f *informer.Factory) { s.shared.Store(f) }
-
-// storeOf returns lw, or nil when lw is an informer.Factory.
-func storeOf(lw informer.ListWatcher) informer.ListWatcher {
-	if _, ok := lw.(*informer.Factory); ok {
-		return nil
-	}
-	return lw
-}
-
 // Start implements [Source].
 func (s *watchSource) Start(ctx context.Context, e Enqueuer) error {
 	if s.lw == nil || s.kind == "" {
-		return fmt.Errorf("%w: watch source needs a informer.ListWatcher and a kind", ErrInvalidConfig)
+		return fmt.Errorf("%w: watch source needs an informer.ListWatcher and a kind", ErrInvalidConfig)
 	}
 	lw := s.lw
-	if f := s.shared.Load(); f != nil {
-		lw = f
-	}
 	var inf *informer.Informer
 	var err error
 	if f, ok := lw.(*informer.Factory); ok {
@@ -255,8 +237,8 @@ func (s *watchSource) relist(ctx context.Context, e Enqueuer) error {
 }
 
 // Resync returns a source that lists the documents of kind every period
-// (from the shared cache of its run, see [CacheUser], unless its controller
-// is [Config.Uncached]) and queues each key at [LowPriority], so a periodic
+// (from the cache when lw is an informer.Factory, else from the store) and
+// queues each key at [LowPriority], so a periodic
 // check of every document never delays keys queued by changes. The first list happens one period
 // after the start. Failures are retried at the next period;
 // store.ErrUnknownKind, store.ErrInvalid and store.ErrClosed stop the
@@ -270,20 +252,12 @@ type resyncSource struct {
 	kind   string
 	every  time.Duration
 	reason string
-	shared atomic.Pointer[informer.Factory] // the factory UseCache gave; nil when the source lists lw
 }
-
-// CacheStore implements [CacheUser]: the store the source lists, unless it
-// was given an informer.Factory.
-func (s *resyncSource) CacheStore() informer.ListWatcher { return storeOf(s.lw) }
-
-// UseCache implements [CacheUser]: the source lists the cache of f.
-func (s *resyncSource) UseCache(f *informer.Factory) { s.shared.Store(f) }
 
 // Start implements [Source].
 func (s *resyncSource) Start(ctx context.Context, e Enqueuer) error {
 	if s.lw == nil || s.kind == "" || s.every <= 0 {
-		return fmt.Errorf("%w: Resync needs a informer.ListWatcher, a kind and a positive period", ErrInvalidConfig)
+		return fmt.Errorf("%w: Resync needs an informer.ListWatcher, a kind and a positive period", ErrInvalidConfig)
 	}
 	t := time.NewTicker(s.every)
 	defer t.Stop()
@@ -300,11 +274,7 @@ func (s *resyncSource) Start(ctx context.Context, e Enqueuer) error {
 }
 
 func (s *resyncSource) relist(ctx context.Context, e Enqueuer) error {
-	var lw informer.ListWatcher = s.lw
-	if f := s.shared.Load(); f != nil {
-		lw = f
-	}
-	r, err := lw.List(ctx, s.kind, store.ListOptions{})
+	r, err := s.lw.List(ctx, s.kind, store.ListOptions{})
 	if err != nil {
 		return err
 	}

@@ -16,20 +16,6 @@ import (
 // to show the driver's own last write.
 var errCacheBehind = errors.New("driver: the cache has not caught up with the driver's last write")
 
-// CacheStore implements [CacheUser]: the backend of the driver's
-// collection.
-func (d *Driver[Spec, Status]) CacheStore() informer.ListWatcher { return d.coll.Backend() }
-
-// UseCache implements [CacheUser]. With f, the driver reads each document
-// from f's cache of its kind instead of the store, once the cache shows the
-// last write the driver made to the document (a read-your-writes gate,
-// expectations.Gate), so a reconcile never acts on a view older than its
-// own writes; a read after a write conflict goes to the store, and so does
-// a read that waited [Config.WaitInterval] for the cache in vain (it
-// fails, to be retried). With nil, every read goes to the store. f must
-// run while the driver reads from it.
-func (d *Driver[Spec, Status]) UseCache(f *informer.Factory) { d.impl.useCache(f) }
-
 // cached is the cache a driver reads, and its read-your-writes gate.
 type cached struct {
 	cache atomic.Pointer[informer.Informer] // nil: the driver reads the store
@@ -40,8 +26,7 @@ type cached struct {
 }
 
 // useCache makes the driver read its documents from f's informer of its
-// kind, behind a read-your-writes gate fed by that informer's revisions; with
-// f nil, from the store.
+// kind, behind a read-your-writes gate fed by that informer's revisions.
 func (d *phaseDriver[Spec, Status, S, P]) useCache(f *informer.Factory) {
 	var inf *informer.Informer
 	if f != nil {

@@ -209,6 +209,21 @@ type Config[Spec, Status any] struct {
 	// means no history.
 	History *history.Recorder
 
+	// Cache is the informer cache over the collection's store to read the
+	// documents from, and to watch them through (the driver's [Driver.Source]):
+	// usually the cache of the Manager that runs the driver (package manager,
+	// Manager.Cache), which runs it. The driver reads a document from the
+	// cache once the cache shows the last write the driver made to it (a
+	// read-your-writes gate, expectations.Gate), so a reconcile never acts
+	// on a view older than its own writes; a read after a write conflict
+	// goes to the store, and so does a read that waited WaitInterval for
+	// the cache in vain (it fails, to be retried); and before a step runs on
+	// a document read from the cache, the driver checks that the store still
+	// holds that revision. The cache must run while the driver reconciles.
+	// Nil means every read goes to the store, and the driver's source runs
+	// an informer of its own.
+	Cache *informer.Factory
+
 	// defects are faults planted by this package's tests, to prove that a
 	// harness catches them. Never set outside those tests.
 	defects defect
@@ -357,8 +372,9 @@ const (
 // A Driver is safe for concurrent use; a [Controller] never reconciles one
 // key twice at once.
 type Driver[Spec, Status any] struct {
-	impl driverImpl[Spec, Status]
-	coll *store.Collection[Spec, Status]
+	impl  driverImpl[Spec, Status]
+	coll  *store.Collection[Spec, Status]
+	watch informer.ListWatcher // what Source watches: Config.Cache, or the store
 }
 
 // driverImpl is the part of a Driver that depends on the machine's types.
@@ -369,7 +385,6 @@ type driverImpl[Spec, Status any] interface {
 	updateSpec(ctx context.Context, key string, set func(*Spec)) (*store.Object[Spec, Status], error)
 	cascade(ctx context.Context, opts store.ListOptions, set func(*Spec), untilGone bool) (statemachine.Outcome, error)
 	registration() registry.Entry
-	useCache(f *informer.Factory)
 }
 
 // New returns a driver of the documents of collection c governed by
@@ -451,6 +466,9 @@ func New[Spec HasIntent[S], Status any, S, P comparable](c *store.Collection[Spe
 	for _, p := range m.Phases() {
 		d.phases[p], _ = m.Spec(p)
 	}
+	if cfg.Cache != nil {
+		d.useCache(cfg.Cache)
+	}
 	if cfg.MetricsRegisterer != nil {
 		pm, err := newPhaseMetrics(cfg.MetricsRegisterer, c.Kind(), m)
 		if err != nil {
@@ -458,7 +476,11 @@ func New[Spec HasIntent[S], Status any, S, P comparable](c *store.Collection[Spe
 		}
 		d.metrics = pm
 	}
-	return &Driver[Spec, Status]{impl: d, coll: c}, nil
+	var lw informer.ListWatcher = c.Backend()
+	if cfg.Cache != nil {
+		lw = cfg.Cache
+	}
+	return &Driver[Spec, Status]{impl: d, coll: c, watch: lw}, nil
 }
 
 // mismatched pairs the names a machine declares with the names a config
@@ -498,7 +520,7 @@ func (d *Driver[Spec, Status]) Reconcile(ctx context.Context, key string) (contr
 // Add [Owns] for the kinds whose documents the driver's steps create or
 // retire, so a change to one of them queues its owner.
 func (d *Driver[Spec, Status]) Source() controller.Source {
-	return controller.Events(d.coll.Backend(), d.coll.Kind(), func(e controller.Enqueuer, ev controller.Event) {
+	return controller.Events(d.watch, d.coll.Kind(), func(e controller.Enqueuer, ev controller.Event) {
 		key, listed, reason := ev.Doc.Meta.Key, ev.Listed, ev.Reason
 		// A listed document is always queued: a list starts (or restarts)
 		// a controller whose queue holds nothing, not even the requeue its

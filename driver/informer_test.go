@@ -167,11 +167,11 @@ func cachedGateway(t *testing.T, planted bool, defect driver.Defect) (*observed,
 		t.Fatal(err)
 	}
 	cfg := fx.config()
+	cfg.Cache = f
 	if planted {
 		cfg = driver.Planted(cfg, defect)
 	}
 	d := fx.driver(t, cfg)
-	d.UseCache(f)
 	fx.create(t, "gw", gwRunning)
 	t.Cleanup(runFactory(t, f))
 	synctest.Wait()
@@ -297,10 +297,10 @@ func TestDriverConfirmsTheCacheBeforeAStep(t *testing.T) {
 }
 
 // Five controllers following one kind under a Manager open one watch of
-// the store, whether the Manager makes the informer factory or is given
-// one; uncached, each opens its own.
+// the store when they are given the factory the Manager runs; given the
+// store, each opens its own.
 func TestFiveControllersOneWatch(t *testing.T) {
-	for _, how := range []string{"default", "given factory", "uncached"} {
+	for _, how := range []string{"given factory", "given the store"} {
 		t.Run(how, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				o := newObserved(t, "Widget")
@@ -326,8 +326,7 @@ func TestFiveControllersOneWatch(t *testing.T) {
 							mu.Unlock()
 							return controller.Result{}, nil
 						}),
-						Sources:  []controller.Source{controller.For(lw, "Widget")},
-						Uncached: how == "uncached",
+						Sources: []controller.Source{controller.For(lw, "Widget")},
 					})
 					if err != nil {
 						t.Fatal(err)
@@ -345,7 +344,7 @@ func TestFiveControllersOneWatch(t *testing.T) {
 				doctest.Create(t, o, "Widget", "b")
 				synctest.Wait()
 				want := 1
-				if how == "uncached" {
+				if how == "given the store" {
 					want = 5
 				}
 				if n := o.watched(); n != want {
@@ -365,18 +364,26 @@ func TestFiveControllersOneWatch(t *testing.T) {
 	}
 }
 
-// A driver run by a controller reads its documents from the cache the run
-// shares, unless the controller is uncached: then every reconcile reads
-// the store.
-func TestDriverReadsTheCacheByDefault(t *testing.T) {
+// A driver given a cache reads its documents from it; without one, every
+// reconcile reads the store.
+func TestDriverReadsItsCache(t *testing.T) {
 	for _, uncached := range []bool{false, true} {
 		t.Run(fmt.Sprintf("uncached=%v", uncached), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				o := newObserved(t, "ApiGateway")
 				fx := newGWFixtureOn(t, o.Store, o)
-				d := fx.driver(t, fx.config())
+				cfg := fx.config()
+				if !uncached {
+					f, err := informer.NewFactory(o, informer.FactoryConfig{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					cfg.Cache = f
+					t.Cleanup(runFactory(t, f))
+				}
+				d := fx.driver(t, cfg)
 				c, err := controller.New(controller.Config{
-					Name: "gateway", Reconciler: d, Sources: []controller.Source{d.Source()}, Uncached: uncached,
+					Name: "gateway", Reconciler: d, Sources: []controller.Source{d.Source()},
 				})
 				if err != nil {
 					t.Fatal(err)

@@ -7,13 +7,14 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"reflect"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/tendhq/tend/controller"
-	"github.com/tendhq/tend/internal/sharedcache"
 	"github.com/tendhq/tend/internal/wait"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -149,13 +150,15 @@ type Config struct {
 	// [DefaultStuckReconcileAfter]; a negative value turns the check off.
 	StuckReconcileAfter time.Duration
 
-	// Informers is the informer factory over the controllers' store that
-	// the controllers' sources and reconcilers share ([CacheUser]), so that
-	// each kind is watched once however many controllers follow it. Give
-	// one to share its cache with readers outside the manager too. Nil
-	// means Run makes one per store its controllers read, for as long as
-	// it runs. Run runs the factories in every mode, so that a standby
-	// replica keeps its cache warm; the controllers stop before they do.
+	// Informers is an informer factory over the controllers' store for the
+	// manager to run: give the same factory to the controllers' sources
+	// (controller.For and the others), drivers (driver.Config.Cache) and
+	// garbage collector (cascade.Config.Cache), so that each kind is
+	// watched once however many controllers follow it, or to readers
+	// outside the manager too. [Manager.Cache] returns it for its store.
+	// Nil means none is given: Manager.Cache makes one per store. Run runs
+	// the factories in every mode, so that a standby replica keeps its
+	// cache warm; the controllers stop before they do.
 	Informers *informer.Factory
 
 	// OnLeadershipChange, when set, is called with this replica's
@@ -186,10 +189,13 @@ type Manager struct {
 	unfenced    bool
 	stuckAfter  time.Duration // 0 when reconciles are never reported stuck
 	onChange    func(Leadership)
-	informers   *informer.Factory // Config.Informers; nil when Run makes its own
-	log         *zap.Logger       // a no-op logger when logging is off
-	metrics     *managerMetrics   // nil when metrics are off
-	notify      chan struct{}     // capacity 1: the leadership may have changed
+	informers   *informer.Factory // Config.Informers; nil when none was given
+
+	cachesMu sync.Mutex          // guards caches
+	caches   []*informer.Factory // made by Cache, one per store
+	log      *zap.Logger         // a no-op logger when logging is off
+	metrics  *managerMetrics     // nil when metrics are off
+	notify   chan struct{}       // capacity 1: the leadership may have changed
 
 	state    atomic.Int32            // stateIdle, stateRunning or stateStopping
 	leading  atomic.Pointer[held]    // the leader lease while this replica leads
@@ -313,13 +319,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	}
 	m.changed()
 
-	cs := &sharedcache.Set{Given: m.informers}
-	for _, c := range m.controllers {
-		users := c.CacheUsers()
-		sharedcache.Bind(cs, users)
-		defer sharedcache.Bind(nil, users)
-	}
-	endCaches := cs.Run(ctx, true)
+	endCaches := m.runCaches(ctx)
 
 	// Each replica records the machines of its drivers and holds their
 	// presence leases for as long as it runs, in every mode: a standby
@@ -354,6 +354,72 @@ func (m *Manager) Run(ctx context.Context) error {
 	close(endReports)
 	reporter.Wait()
 	return err
+}
+
+// Cache returns the informer cache over the store lw that the manager runs
+// while [Manager.Run] runs: [Config.Informers] when it lists and watches
+// lw, else a factory the manager makes for lw on the first call and keeps.
+// Give it to what reads lw through a cache (controller.For and the other
+// watching sources, driver.Config.Cache, cascade.Config.Cache), so that the
+// store sees one watch per kind. A factory made while Run runs starts at the
+// next Run. It returns nil for nil.
+func (m *Manager) Cache(lw informer.ListWatcher) *informer.Factory {
+	if lw == nil {
+		return nil
+	}
+	if f, ok := lw.(*informer.Factory); ok {
+		return f
+	}
+	if m.informers != nil && sameStore(m.informers.ListWatcher(), lw) {
+		return m.informers
+	}
+	m.cachesMu.Lock()
+	defer m.cachesMu.Unlock()
+	for _, f := range m.caches {
+		if sameStore(f.ListWatcher(), lw) {
+			return f
+		}
+	}
+	f, err := informer.NewFactory(lw, informer.FactoryConfig{})
+	if err != nil {
+		return nil // NewFactory fails only for a nil ListWatcher
+	}
+	m.caches = append(m.caches, f)
+	return f
+}
+
+// sameStore reports whether a and b are the same store. A store whose type
+// cannot be compared, or that holds a value that cannot, is never the same
+// as another.
+func sameStore(a, b informer.ListWatcher) (same bool) {
+	defer func() {
+		if recover() != nil {
+			same = false
+		}
+	}()
+	return reflect.TypeOf(a) == reflect.TypeOf(b) && reflect.TypeOf(a).Comparable() && a == b
+}
+
+// runCaches runs Config.Informers and the factories Cache made until the
+// returned func is called, which returns once they all stopped. An
+// informer's failure reaches the sources that subscribe to it, which stop
+// their controllers: it is reported there.
+func (m *Manager) runCaches(ctx context.Context) (stop func()) {
+	m.cachesMu.Lock()
+	fs := slices.Clone(m.caches)
+	m.cachesMu.Unlock()
+	if m.informers != nil {
+		fs = append(fs, m.informers)
+	}
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	for _, f := range fs {
+		wg.Go(func() { _ = f.Run(ctx) })
+	}
+	return func() {
+		cancel()
+		wg.Wait()
+	}
 }
 
 // runAll runs every controller until stop ends or one fails.
