@@ -24,11 +24,6 @@ func (d *phaseDriver[Spec, Status, S, P]) commands(ctx context.Context, log *zap
 	if len(outcomes) == 0 {
 		return nil, passAgain, nil
 	}
-	if d.defects&defectCommandLost != 0 {
-		lost := read
-		lost.Commands = next.Commands
-		next = lost
-	}
 	*machineStatusOf[S, P](&obj.Status) = next
 	w.moves = append(w.moves, move[S, P]{intent: intent, read: read, next: next, now: now, commands: outcomes})
 	written, p, err := d.flush(ctx, log, obj, w)
@@ -66,13 +61,5 @@ func (d *phaseDriver[Spec, Status, S, P]) commanded(ctx context.Context, log *za
 // known reports whether a watch event of the document under key at
 // revision is the driver's own write (see echoes.known).
 func (d *phaseDriver[Spec, Status, S, P]) known(key string, revision int64, requeue func()) bool {
-	if d.defects&defectOperatorEcho != 0 {
-		d.echoes.mu.Lock()
-		wrote := d.echoes.keys[key] != nil
-		d.echoes.mu.Unlock()
-		if wrote {
-			return true
-		}
-	}
 	return d.echoes.known(key, revision, requeue)
 }

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tendhq/tend/driver"
-
 	sm "github.com/tendhq/tend/statemachine"
 	"github.com/tendhq/tend/store"
 )
@@ -78,8 +76,8 @@ func phaseOfStep(step string) gwPhase {
 // crashResume kills the driver at every point of a gateway's way from
 // Creating to Started — before and after each step's effect, before and
 // after each status write — restarts it, and returns what went wrong, and
-// the names of the points of a run without a crash. With defects planted in
-// the driver, the problems are what the checks catch of them.
+// the names of the points of a run without a crash. With a fault planted
+// around the driver, the problems are what the checks catch of it.
 //
 // It checks, when each step runs, what is stored: the step runs under the
 // operation stored (or, before the first status write, the first
@@ -89,7 +87,7 @@ func phaseOfStep(step string) gwPhase {
 // every step of an operation ran under one id, that no step was skipped,
 // that only the step a crash interrupted ran again, and that the document
 // converged.
-func crashResume(t *testing.T, defects ...driver.Defect) (problems, points []string) {
+func crashResume(t *testing.T, plant fault) (problems, points []string) {
 	t.Helper()
 	want := slices.Concat(creatingSteps, startingSteps)
 	for at := 1; ; at++ {
@@ -124,14 +122,11 @@ func crashResume(t *testing.T, defects ...driver.Defect) (problems, points []str
 		}
 		f.world.after = func(r stepRun) { cp.point("after the effect of %s", r.step) }
 		cfg := f.config()
-		for _, d := range defects {
-			cfg = driver.Planted(cfg, d)
-		}
 		f.create(t, "gw", gwRunning)
 
 		crashes := 0
 		for settled := false; !settled; {
-			d := f.driver(t, cfg) // a fresh process after each crash
+			d := f.driverWith(t, cfg, plant) // a fresh process after each crash
 			done := make(chan bool)
 			cp.crashed = false
 			go func() {
@@ -187,7 +182,7 @@ func crashResume(t *testing.T, defects ...driver.Defect) (problems, points []str
 // combine a checkpoint with a completion and the next operation's begin are
 // among the points.
 func TestDriverCrashResume(t *testing.T) {
-	problems, points := crashResume(t)
+	problems, points := crashResume(t, nil)
 	for _, p := range problems {
 		t.Error(p)
 	}
@@ -205,19 +200,20 @@ func TestDriverCrashResume(t *testing.T) {
 	}
 }
 
-// TestDriverCrashResumeFindsDefects plants defects in the driver's writes and
-// checks that the crash test catches each.
+// TestDriverCrashResumeFindsDefects plants faults in the store under the
+// driver, each losing some of its status writes, and checks that the crash
+// test catches each.
 func TestDriverCrashResumeFindsDefects(t *testing.T) {
 	for _, tc := range []struct {
-		name   string
-		defect driver.Defect
-		want   string
+		name  string
+		plant fault
+		want  string
 	}{
-		{"a step runs before the checkpoint of the step before it is stored", driver.DefectCheckpointDropped, "does not record it next"},
-		{"a step runs before its operation's id is stored", driver.DefectIDUnstored, "not the stored one"},
+		{"a step runs before the checkpoint of the step before it is stored", checkpointDropped, "does not record it next"},
+		{"a step runs before its operation's id is stored", idUnstored, "not the stored one"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			problems, _ := crashResume(t, tc.defect)
+			problems, _ := crashResume(t, tc.plant)
 			if !slices.ContainsFunc(problems, func(p string) bool { return strings.Contains(p, tc.want) }) {
 				t.Fatalf("no problem mentions %q: %v", tc.want, problems)
 			}

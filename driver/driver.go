@@ -243,9 +243,6 @@ const (
 	// defectOutcomeLost drops a step's outcome when its status write
 	// conflicts with a write made while the step ran.
 	defectOutcomeLost
-	// defectCheckpointDropped runs a step without storing the checkpoint
-	// of the step done before it: checkpoints ride on later writes.
-	defectCheckpointDropped
 	// defectIDUnstored gives a document's first operation a new id, not the
 	// document's UID, and runs its first step before that id is stored.
 	defectIDUnstored
@@ -255,18 +252,6 @@ const (
 	// defectUnconfirmed runs a step on a document read from the cache
 	// without checking that the store still holds that revision.
 	defectUnconfirmed
-	// defectPauseIgnored drives a paused document as if it were not.
-	defectPauseIgnored
-	// defectCommandLost removes operator commands from status without
-	// carrying them out.
-	defectCommandLost
-	// defectOperatorEcho takes every write to a document the driver wrote
-	// before for its own: an operator's write does not queue it.
-	defectOperatorEcho
-	// defectOperatorOverwritten writes a step's outcome over a status an
-	// operator changed while the step ran, with the operator's fields as
-	// they were when it started.
-	defectOperatorOverwritten
 )
 
 // Driver is the [Reconciler] of documents governed by a
@@ -745,7 +730,7 @@ func (w *unwritten[Status, S, P]) firstOperation() bool { return w.stored.Observ
 func (w *unwritten[Status, S, P]) durable(id, uid string, defects defect) bool {
 	switch {
 	case w.step:
-		return defects&defectCheckpointDropped != 0
+		return false
 	case defects&defectIDUnstored != 0 && w.firstOperation():
 		return true
 	case w.stored.Operation != nil && w.stored.Operation.ID == id:
@@ -804,7 +789,7 @@ func (d *phaseDriver[Spec, Status, S, P]) pass(ctx context.Context, log *zap.Log
 		return nil, passEnd, res, err
 	}
 	read := d.machineStatus(obj)
-	if read.Paused != nil && d.defects&defectPauseIgnored == 0 {
+	if read.Paused != nil {
 		// Held by an operator: no decision, no write, no timer. Whatever
 		// this reconcile decided before is stored (the status was read
 		// again since), and the operator's next write queues it again.
@@ -1181,10 +1166,8 @@ func (d *phaseDriver[Spec, Status, S, P]) recordOver(ctx context.Context, obj *s
 				Err: fmt.Errorf("%w: the status changed while a step ran", store.ErrConflict)}
 		}
 		cur.Status = obj.Status
-		if d.defects&defectOperatorOverwritten == 0 {
-			ms = machineStatusOf[S, P](&cur.Status)
-			ms.Paused, ms.Commands = paused, commands
-		}
+		ms = machineStatusOf[S, P](&cur.Status)
+		ms.Paused, ms.Commands = paused, commands
 		written, err := d.writeStatus(ctx, cur)
 		if !errors.Is(err, store.ErrConflict) || attempt == d.conflicts {
 			return written, err

@@ -9,16 +9,9 @@ const (
 	DefectRequestsLost = defectRequestsLost
 	DefectOutcomeLost  = defectOutcomeLost
 
-	DefectCheckpointDropped = defectCheckpointDropped
-	DefectIDUnstored        = defectIDUnstored
-	DefectNoGate            = defectNoGate
-	DefectUnconfirmed       = defectUnconfirmed
-
-	DefectPauseIgnored = defectPauseIgnored
-	DefectCommandLost  = defectCommandLost
-	DefectOperatorEcho = defectOperatorEcho
-
-	DefectOperatorOverwritten = defectOperatorOverwritten
+	DefectIDUnstored  = defectIDUnstored
+	DefectNoGate      = defectNoGate
+	DefectUnconfirmed = defectUnconfirmed
 )
 
 // Planted returns cfg with defect planted in the driver it configures.

@@ -87,13 +87,10 @@ func operatorFixture(t *testing.T) (*gwFixture, *history.Recorder) {
 }
 
 // operatorConfig returns the fixture's driver configuration recording
-// history in rec, with defects planted.
-func operatorConfig(f *gwFixture, rec *history.Recorder, defects ...driver.Defect) driver.Config[gwSpec, gwStatus] {
+// history in rec.
+func operatorConfig(f *gwFixture, rec *history.Recorder) driver.Config[gwSpec, gwStatus] {
 	cfg := f.config()
 	cfg.History = rec
-	for _, d := range defects {
-		cfg = driver.Planted(cfg, d)
-	}
 	return cfg
 }
 
@@ -109,7 +106,7 @@ func operatorEntries(t *testing.T, f *gwFixture, rec *history.Recorder, key stri
 // requests its deletion while it is paused, and resumes it: the step that
 // ran finishes and is checkpointed, nothing runs for two hours, and the
 // resume goes on at once from the checkpoint to the deletion.
-func pauseScenario(t *testing.T, defects ...driver.Defect) []string {
+func pauseScenario(t *testing.T, plant fault) []string {
 	var p problems
 	synctest.Test(t, func(t *testing.T) {
 		f, rec := operatorFixture(t)
@@ -124,10 +121,10 @@ func pauseScenario(t *testing.T, defects ...driver.Defect) []string {
 			}
 			return 0, nil
 		}
-		cfg := operatorConfig(f, rec, defects...)
+		cfg := operatorConfig(f, rec)
 		reg := prometheus.NewRegistry()
 		cfg.MetricsRegisterer = reg
-		stop := running(t, f.driver(t, cfg), nil, nil)
+		stop := running(t, f.driverWith(t, cfg, plant), nil, nil)
 		defer stop()
 		f.create(t, "gw", gwRunning)
 		<-entered
@@ -183,7 +180,7 @@ func pauseScenario(t *testing.T, defects ...driver.Defect) []string {
 }
 
 func TestPauseHoldsTheDocument(t *testing.T) {
-	if p := pauseScenario(t); len(p) > 0 {
+	if p := pauseScenario(t, nil); len(p) > 0 {
 		t.Fatal(strings.Join(p, "\n"))
 	}
 }
@@ -191,16 +188,16 @@ func TestPauseHoldsTheDocument(t *testing.T) {
 // retryScenario runs a gateway whose create_database always fails, and
 // retries it after 3 s: the step runs at once, once, its attempts
 // forgotten, and then follows the backoff from its first delay.
-func retryScenario(t *testing.T, defects ...driver.Defect) []string {
+func retryScenario(t *testing.T, plant fault) []string {
 	var p problems
 	synctest.Test(t, func(t *testing.T) {
 		f, rec := operatorFixture(t)
 		c := &calls{start: time.Now()}
 		failing(f, "create_database", errors.New("quota exceeded"), c, func() {})
-		cfg := operatorConfig(f, rec, defects...)
+		cfg := operatorConfig(f, rec)
 		reg := prometheus.NewRegistry()
 		cfg.MetricsRegisterer = reg
-		stop := running(t, f.driver(t, cfg), nil, nil)
+		stop := running(t, f.driverWith(t, cfg, plant), nil, nil)
 		defer stop()
 		f.create(t, "gw", gwRunning)
 		time.Sleep(3 * time.Second)
@@ -243,28 +240,28 @@ func retryScenario(t *testing.T, defects ...driver.Defect) []string {
 }
 
 func TestRetryRunsAFailingStepAtOnce(t *testing.T) {
-	if p := retryScenario(t); len(p) > 0 {
+	if p := retryScenario(t, nil); len(p) > 0 {
 		t.Fatal(strings.Join(p, "\n"))
 	}
 }
 
-// The scenarios catch the defects planted in the driver: a pause ignored,
+// The scenarios catch the faults planted around the driver: a pause ignored,
 // a command removed without being carried out, an operator's write taken
 // for the driver's own.
 func TestOperatorScenariosFindDefects(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
-		scenario func(*testing.T, ...driver.Defect) []string
-		defect   driver.Defect
+		scenario func(*testing.T, fault) []string
+		plant    fault
 		want     string
 	}{
-		{"a pause ignored", pauseScenario, driver.DefectPauseIgnored, "steps run while paused"},
-		{"a command removed without effect", retryScenario, driver.DefectCommandLost, "want one at once"},
-		{"a resume taken for the driver's own write", pauseScenario, driver.DefectOperatorEcho, "was not deleted at once"},
-		{"a retry taken for the driver's own write", retryScenario, driver.DefectOperatorEcho, "want one at once"},
+		{"a pause ignored", pauseScenario, pauseIgnored, "steps run while paused"},
+		{"a command removed without effect", retryScenario, commandLost, "want one at once"},
+		{"a resume taken for the driver's own write", pauseScenario, operatorEcho, "was not deleted at once"},
+		{"a retry taken for the driver's own write", retryScenario, operatorEcho, "want one at once"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := tc.scenario(t, tc.defect)
+			p := tc.scenario(t, tc.plant)
 			if !slices.ContainsFunc(p, func(s string) bool { return strings.Contains(s, tc.want) }) {
 				t.Fatalf("the scenario did not report %q: %q", tc.want, p)
 			}
@@ -503,10 +500,10 @@ func TestPausedBeforeTheFirstReconcile(t *testing.T) {
 // between two replicas. It returns what went
 // wrong: a command lost, carried out twice, or a request served by two
 // operations.
-func commandScenario(t *testing.T, rt *rapid.T, defects ...driver.Defect) []string {
+func commandScenario(t *testing.T, rt *rapid.T, plant fault) []string {
 	var p problems
 	f, rec := operatorFixture(t)
-	cfg := operatorConfig(f, rec, defects...)
+	cfg := operatorConfig(f, rec)
 	cfg.Backoff = workqueue.BackoffFunc(func(int) time.Duration { return 0 })
 	// Every choice is drawn up front: a draw inside a step would panic
 	// through the driver's recovery of a step's panic.
@@ -578,14 +575,14 @@ func commandScenario(t *testing.T, rt *rapid.T, defects ...driver.Defect) []stri
 	}
 	cfg.Steps = steps
 	f.create(t, "gw", gwRunning)
-	replicas := []*driver.Driver[gwSpec, gwStatus]{f.driver(t, cfg), f.driver(t, cfg)}
+	replicas := []*driver.Driver[gwSpec, gwStatus]{f.driverWith(t, cfg, plant), f.driverWith(t, cfg, plant)}
 	d := replicas[0]
 	for i := range rapid.IntRange(1, 30).Draw(rt, "rounds") {
 		operator()
 		r := pick(len(replicas)) // the key moves between two replicas
 		ctx, crash = context.WithCancel(t.Context())
 		if _, err := replicas[r].Reconcile(ctx, "gw"); ctx.Err() != nil {
-			replicas[r] = f.driver(t, cfg) // the process crashed: a new one
+			replicas[r] = f.driverWith(t, cfg, plant) // the process crashed: a new one
 		} else if err != nil && !errors.Is(err, errInjected) {
 			p.add("reconcile %d: %v", i, err)
 		}
@@ -643,7 +640,7 @@ func commandScenario(t *testing.T, rt *rapid.T, defects ...driver.Defect) []stri
 // written: between reconciles, during a step, across crashes and pauses.
 func TestCommandsAtTheWorstMoment(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
-		if p := commandScenario(t, rt); len(p) > 0 {
+		if p := commandScenario(t, rt, nil); len(p) > 0 {
 			rt.Fatal(strings.Join(p, "\n"))
 		}
 	})
@@ -654,7 +651,7 @@ func TestCommandsAtTheWorstMoment(t *testing.T) {
 func TestCommandsAtTheWorstMomentFindsDefects(t *testing.T) {
 	found := ""
 	rapid.Check(t, func(rt *rapid.T) {
-		if p := commandScenario(t, rt, driver.DefectOperatorOverwritten); len(p) > 0 && found == "" {
+		if p := commandScenario(t, rt, operatorOverwritten); len(p) > 0 && found == "" {
 			found = p[0]
 		}
 	})
