@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/tendhq/tend/driver"
+	"github.com/tendhq/tend/informer"
+	"github.com/tendhq/tend/manager"
 
 	"github.com/tendhq/tend/manager/managertest"
 
@@ -204,7 +206,10 @@ func (c *listCounter) List(ctx context.Context, kind string, opts store.ListOpti
 // gatewayController returns a controller running a State/Phase driver of
 // the ApiGateway documents of backend over convergeMachine, with steps and
 // observers that return at once and its metrics in the registry returned.
-func gatewayController(b *testing.B, backend store.Backend, workers int) (*store.Collection[gwSpec, gwStatus], *controller.Controller, *prometheus.Registry) {
+//
+// The controller runs under a manager that shares one informer cache of the
+// kind between the driver's source and its reads, as a user's does.
+func gatewayController(b *testing.B, backend store.Backend, workers int) (*store.Collection[gwSpec, gwStatus], *manager.Manager, *prometheus.Registry) {
 	gws, err := store.NewCollection[gwSpec, gwStatus](backend, "ApiGateway", store.CollectionConfig{})
 	if err != nil {
 		b.Fatal(err)
@@ -221,7 +226,12 @@ func gatewayController(b *testing.B, backend store.Backend, workers int) (*store
 		steps[s] = instant
 	}
 	reg := prometheus.NewRegistry()
+	cache, err := informer.NewFactory(backend, informer.FactoryConfig{})
+	if err != nil {
+		b.Fatal(err)
+	}
 	d, err := driver.New(gws, m, driver.Config[gwSpec, gwStatus]{
+		Cache: cache,
 		Steps: steps,
 		Observers: map[string]driver.Observer[gwSpec, gwStatus]{
 			"namespace_ready": holds(true), "database_ready": holds(true), "runtime_domain_present": holds(true),
@@ -238,7 +248,11 @@ func gatewayController(b *testing.B, backend store.Backend, workers int) (*store
 	if err != nil {
 		b.Fatal(err)
 	}
-	return gws, c, reg
+	mgr, err := manager.New(manager.Config{Controllers: []*controller.Controller{c}, Informers: cache})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return gws, mgr, reg
 }
 
 // createGateways creates n ApiGateway documents with intent Running.

@@ -7,6 +7,7 @@ import (
 	"testing/synctest"
 
 	"github.com/tendhq/tend/driver"
+	"github.com/tendhq/tend/informer"
 	"github.com/tendhq/tend/manager"
 
 	"github.com/tendhq/tend/cascade"
@@ -69,8 +70,8 @@ type lampStatus struct {
 }
 
 // A process running a driver of gateways and the garbage collector under
-// one Manager opens one watch per kind: the collector shares the
-// informers of the driver's source. A dependent whose owner is there costs
+// one Manager, both given the manager's cache, opens one watch per kind:
+// the collector shares the informers of the driver's source. A dependent whose owner is there costs
 // the collector no read of the store: it reads the shared cache.
 func TestOneWatchPerKindWithADriver(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -90,7 +91,11 @@ func TestOneWatchPerKindWithADriver(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, err := driver.New(gateways, m, driver.Config[lampSpec, lampStatus]{})
+		cache, err := informer.NewFactory(s, informer.FactoryConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := driver.New(gateways, m, driver.Config[lampSpec, lampStatus]{Cache: cache})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,11 +103,11 @@ func TestOneWatchPerKindWithADriver(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		gc, err := cascade.NewController(cascade.Config{Backend: s, ResyncPeriod: -1})
+		gc, err := cascade.NewController(cascade.Config{Backend: s, ResyncPeriod: -1, Cache: cache})
 		if err != nil {
 			t.Fatal(err)
 		}
-		mgr, err := manager.New(manager.Config{Controllers: []*controller.Controller{dc, gc}})
+		mgr, err := manager.New(manager.Config{Controllers: []*controller.Controller{dc, gc}, Informers: cache})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -85,9 +85,9 @@
 //
 // # Reads from the cache
 //
-// Under a Manager (package manager) or a Controller run alone, a driver
-// reads its documents from the informer cache its run shares
-// (controller.CacheUser). Each read waits until the cache shows the last
+// A driver given a cache ([Config.Cache], usually the cache its Manager of
+// package manager runs) reads its documents from it, and its
+// [Driver.Source] watches through it. Each read waits until the cache shows the last
 // write the driver made to the document (expectations.Gate), so a reconcile
 // never acts on a view older than its own writes; and before a step runs on
 // a document read from the cache, the driver reads the store once to check

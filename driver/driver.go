@@ -494,8 +494,9 @@ func (d *Driver[Spec, Status]) Reconcile(ctx context.Context, key string) (contr
 }
 
 // Source returns the source that queues the key of every document of the
-// driver's kind, added, changed or deleted: [Kind] over the collection's
-// backend (sharing the cache the driver reads, see [CacheUser]), less the
+// driver's kind, added, changed or deleted: controller.For over
+// [Config.Cache] (the cache the driver reads) or, without one, over the
+// collection's backend, less the
 // driver's own writes. A change this driver wrote (its
 // status writes, its finalizer) does not queue the document again: the
 // driver already decided what comes next, and asked for it. A write by

@@ -4,13 +4,13 @@
 //
 // # One watch per kind
 //
-// A [Manager] shares one informer cache per store among all its
-// controllers: it makes an informer.Factory over each store they read (or
-// takes [Config.Informers]) and gives it, when it runs, to every source and
-// reconciler that reads through a cache (controller.CacheUser): the
-// watching sources, drivers (package driver), and the garbage collector of
-// package cascade. However many controllers follow a kind, the store sees
-// one watch of it.
+// A [Manager] runs one informer cache per store ([Manager.Cache], or
+// [Config.Informers] when given) for as long as it runs, in every mode, so
+// that a standby replica keeps its cache warm. Whatever reads the store
+// through a cache is handed it: the watching sources (controller.For and
+// the others), drivers (driver.Config.Cache) and the garbage collector of
+// package cascade (cascade.Config.Cache). However many controllers follow a
+// kind, the store sees one watch of it.
 //
 // # Replicas
 //

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/tendhq/tend/driver"
+	"github.com/tendhq/tend/informer"
+	"github.com/tendhq/tend/manager"
 
 	"github.com/tendhq/tend/internal/wait"
 
@@ -230,13 +232,21 @@ func converge(b *testing.B, cfg ConvergeConfig, backend store.Backend, docs, wor
 		observers[c] = holds
 	}
 	reg := prometheus.NewRegistry()
+	cache, err := informer.NewFactory(counted, informer.FactoryConfig{})
+	if err != nil {
+		return run{}, err
+	}
 	d, err := driver.New(gws, m, driver.Config[gwSpec, gwStatus]{
-		Steps: steps, Observers: observers, MetricsRegisterer: reg,
+		Steps: steps, Observers: observers, MetricsRegisterer: reg, Cache: cache,
 	})
 	if err != nil {
 		return run{}, err
 	}
 	c, err := controller.New(controller.Config{Name: "gateways", Reconciler: d, Sources: []controller.Source{d.Source()}, Workers: workers})
+	if err != nil {
+		return run{}, err
+	}
+	mgr, err := manager.New(manager.Config{Controllers: []*controller.Controller{c}, Informers: cache})
 	if err != nil {
 		return run{}, err
 	}
@@ -253,7 +263,7 @@ func converge(b *testing.B, cfg ConvergeConfig, backend store.Backend, docs, wor
 	start := time.Now()
 	var wg sync.WaitGroup
 	runErr := make(chan error, 1)
-	wg.Go(func() { runErr <- c.Run(ctx) })
+	wg.Go(func() { runErr <- mgr.Run(ctx) })
 	for {
 		n, err := started(reg)
 		if err != nil {
