@@ -36,52 +36,13 @@
 // # The driver's writes
 //
 // The driver writes a status only when a crash would need what it holds,
-// and never writes a status it did not change. What a reconcile decides is
-// kept in memory until one of these writes, which stores all of it:
-//
-//   - Before a step runs, if the checkpoint of the step done before it is
-//     not stored: a crash then runs no step again past its checkpoint (only
-//     the step it interrupted). This is the one checkpoint per step.
-//   - Before a step runs, if its operation's id is not stored: a crash then
-//     resumes the operation under the same id, which a step may key
-//     non-idempotent work on. When the machine's initial phase is
-//     transitional, a document is created in the phase of its first
-//     operation, which a crash before the first status write begins again
-//     whatever the intent: that operation takes the document's UID as its
-//     id (DriverConfig.NewOperationID names the others), stored since the
-//     document was created, so its begin needs no write of its own.
-//   - When the reconcile ends, if the status changed: a failed step's
-//     attempts and retry time (the backoff schedule must survive a restart),
-//     a give-up with its reason, the observations of an operation that waits,
-//     a completion into a settled phase, a refusal, served requests and fired
-//     timers.
-//
-// So the moves that follow a step done within one reconcile ride on a write
-// that happens anyway: an operation's completion, with the observations it
-// was judged from, and the next operation's begin with its new id are
-// stored by the write that checkpoints the step before the next operation's
-// first step, and the last step's checkpoint is the write of the completion
-// that settles the document. A gateway going from Creating (three steps) to
-// Started (through Starting, three steps) takes six status writes, one per
-// step, where a write per decision took ten (Creating's begin, its three
-// checkpoints and its completion, and the same for Starting):
-//
-//	write  made before step       holds
-//	1      create_database         create_namespace's checkpoint; Creating's begin (its id: the UID)
-//	2      create_runtime_domain   create_database's checkpoint
-//	3      create_deployment       create_runtime_domain's checkpoint; Creating's observations and
-//	                               completion; Starting's begin and its id
-//	4      create_service          create_deployment's checkpoint
-//	5      activate_runtime_domain create_service's checkpoint
-//	6      — (the reconcile ends)  activate_runtime_domain's checkpoint; Starting's observations and
-//	                               completion into Started
-//
-// A crash between writes loses only what can be decided again: a step done
-// but not stored runs again (steps are idempotent), observations are made
-// again, and a begin not stored begins again, with a new id, before any step
-// of it ran. A machine with a final pair adds one spec write per document,
-// its finalizer; removing a document takes a delete and the finalizer's
-// removal; the completion into the final pair is not written.
+// and never writes a status it did not change: before a step runs, if the
+// checkpoint of the step done before it or its operation's id is not yet
+// stored; and when the reconcile ends, if the status changed. The moves
+// that follow a step done within one reconcile ride on those writes, so a
+// document going through an operation of three steps takes three status
+// writes, and a crash between two writes loses only what can be decided
+// again. docs/design.md ("A status write per step") details each write.
 //
 // # Reads from the cache
 //
