@@ -796,7 +796,7 @@ func (d *phaseDriver[Spec, Status, S, P]) pass(ctx context.Context, log *zap.Log
 		}
 	}
 	if d.final != nil {
-		switch finalizer.StateOf(&finObject[Spec, Status]{c: d.c, obj: obj}, d.finalizer) {
+		switch finalizer.StageOf(&finObject[Spec, Status]{c: d.c, obj: obj}, d.finalizer) {
 		case finalizer.Absent:
 			fo := &finObject[Spec, Status]{c: d.c, obj: obj, echoes: &d.echoes}
 			if err := finalizer.Add(ctx, fo, d.finalizer); err != nil {
@@ -1084,7 +1084,7 @@ func (d *phaseDriver[Spec, Status, S, P]) report(ctx context.Context, log *zap.L
 // reconcile with a terminal error: the spec must change.
 func (d *phaseDriver[Spec, Status, S, P]) unknownIntent(ctx context.Context, log *zap.Logger, obj *store.Object[Spec, Status], read statemachine.Status[S, P], intent S, cause error) (*store.Object[Spec, Status], pass, controller.Result, error) {
 	next := read
-	next.Refused = &statemachine.RefusedIntent[S]{Intent: intent, Reason: cause.Error()}
+	next.Refused = &statemachine.Refusal[S]{Intent: intent, Reason: cause.Error()}
 	next.ObservedGeneration, next.ObservedDeletion = obj.Generation, obj.Terminating()
 	if next.Equal(read) {
 		return nil, passEnd, controller.Result{}, controller.Terminal(fmt.Errorf("%s %q: %w", d.c.Kind(), obj.Key, cause))
@@ -1273,7 +1273,7 @@ func (d *phaseDriver[Spec, Status, S, P]) remove(ctx context.Context, obj *store
 	return nil, passEnd, controller.Result{}, nil
 }
 
-// finObject is a finalizer.Object over a typed document.
+// finObject is a finalizer.Guarded over a typed document.
 type finObject[Spec, Status any] struct {
 	c      *store.Collection[Spec, Status]
 	obj    *store.Object[Spec, Status]

@@ -146,19 +146,19 @@ func domainMachine(t testing.TB) *sm.Machine[string, string] {
 		States:  []string{"Active", "Deleted"},
 		Initial: "Creating",
 		Phases: []sm.PhaseSpec[string]{
-			{Phase: "Creating", Kind: sm.Transitional, Unbounded: true, Steps: []string{"create_routes"},
+			{Phase: "Creating", Type: sm.Transitional, Unbounded: true, Steps: []string{"create_routes"},
 				Completion: []sm.Require{sm.Is("routes_present")}, Then: "Created"},
 			{Phase: "Created"},
-			{Phase: "Deleting", Kind: sm.Transitional, NoReturn: true, Unbounded: true, Steps: []string{"delete_routes"},
+			{Phase: "Deleting", Type: sm.Transitional, NoReturn: true, Unbounded: true, Steps: []string{"delete_routes"},
 				Completion: []sm.Require{sm.Not("routes_present")}, Then: "Deleted"},
-			{Phase: "Deleted", Kind: sm.Terminal},
+			{Phase: "Deleted", Type: sm.Terminal},
 		},
 		Settled: []sm.Settle[string, string]{
 			{State: "Active", Phase: "Created"},
 			{State: "Deleted", Phase: "Deleted", Final: true},
 		},
 		Rules:    []sm.Rule[string, string]{{State: "Deleted", Phase: "Created", Begin: "Deleting"}},
-		Refusals: []sm.Refusal[string, string]{{States: []string{"Active"}, Phases: []string{"Deleting", "Deleted"}, Reason: "a deleted domain stays deleted"}},
+		Refusals: []sm.RefusalRule[string, string]{{States: []string{"Active"}, Phases: []string{"Deleting", "Deleted"}, Reason: "a deleted domain stays deleted"}},
 	})
 	if err != nil {
 		t.Fatal(err)
