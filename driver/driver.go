@@ -850,7 +850,7 @@ func (d *phaseDriver[Spec, Status, S, P]) pass(ctx context.Context, log *zap.Log
 			// been: waiting is made of reads, and the error backoff is for
 			// actions. (A condition that needs several reads at once would
 			// otherwise see its retries back off while each pass fails.)
-			return end(controller.Result{}, controller.RetryAfter(err, until(now, d.waits.next(obj.Key, waitPoint(dec.Operation.ID, dec.Step), now, d.wait), dec.Deadline)))
+			return end(controller.Result{}, controller.RetryAfter(err, until(now, d.waits.next(obj.Key, waitPoint(dec.Operation.ID, dec.Step, dec.Operation.Attempts), now, d.wait), dec.Deadline)))
 		}
 		if dec, err = d.m.Decide(intent, st, now); err != nil {
 			return end(controller.Result{}, controller.Terminal(fmt.Errorf("%s %q: %w", d.c.Kind(), obj.Key, err)))
@@ -940,7 +940,7 @@ func (d *phaseDriver[Spec, Status, S, P]) pass(ctx context.Context, log *zap.Log
 	case statemachine.Begin, statemachine.Complete, statemachine.Abort:
 		return obj, passAgain, controller.Result{}, nil
 	case statemachine.Wait:
-		return end(controller.Result{RequeueAfter: until(now, d.waits.next(obj.Key, waitPoint(dec.Operation.ID, ""), now, d.wait), dec.Deadline)}, nil)
+		return end(controller.Result{RequeueAfter: until(now, d.waits.next(obj.Key, waitPoint(dec.Operation.ID, "", 0), now, d.wait), dec.Deadline)}, nil)
 	case statemachine.Backoff:
 		return end(controller.Result{RequeueAfter: until(now, dec.Until.Sub(now), dec.Deadline)}, nil)
 	case statemachine.Hold:
@@ -963,7 +963,7 @@ func (d *phaseDriver[Spec, Status, S, P]) pass(ctx context.Context, log *zap.Log
 		case r.Outcome == statemachine.Progressed:
 			return end(controller.Result{RequeueAfter: d.progress}, nil)
 		case r.Outcome == statemachine.Pending:
-			return end(controller.Result{RequeueAfter: until(now, d.waits.next(obj.Key, waitPoint(dec.Operation.ID, dec.Step), now, d.wait), dec.Deadline)}, nil)
+			return end(controller.Result{RequeueAfter: until(now, d.waits.next(obj.Key, waitPoint(dec.Operation.ID, dec.Step, dec.Operation.Attempts), now, d.wait), dec.Deadline)}, nil)
 		}
 		err := fmt.Errorf("%s %q: step %s of operation %s (%v), attempt %d: %w", d.c.Kind(), obj.Key, dec.Step,
 			dec.Operation.ID, dec.Operation.Phase, next.Operation.Attempts, cmp.Or(r.Err, errors.New(r.Outcome.String())))

@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"strconv"
 	"sync"
 	"time"
 )
@@ -24,7 +25,7 @@ type waits struct {
 
 // waitAt is where and since when one key waits.
 type waitAt struct {
-	point       string // the operation's id and the step, empty for its completion
+	point       string // see waitPoint
 	since, last time.Time
 }
 
@@ -57,6 +58,9 @@ func (w *waits) next(key, point string, now time.Time, limit time.Duration) time
 	return min(max(now.Sub(a.since), firstWait), limit)
 }
 
-// waitPoint names where an operation waits: its id and the pending step,
-// or its id alone while it waits for its completion.
-func waitPoint(opID, step string) string { return opID + "/" + step }
+// waitPoint names where an operation waits: its id and the pending step
+// with its failed attempts so far (each attempt waits anew), or its id
+// alone while it waits for its completion.
+func waitPoint(opID, step string, attempts int) string {
+	return opID + "/" + step + "/" + strconv.Itoa(attempts)
+}

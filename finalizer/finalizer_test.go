@@ -51,7 +51,7 @@ func create(t tb, s *memory.Store, key string, finalizers []string, terminating 
 	return doc
 }
 
-func TestStateOf(t *testing.T) {
+func TestStageOf(t *testing.T) {
 	tests := []struct {
 		finalizers  []string
 		terminating bool
@@ -70,8 +70,8 @@ func TestStateOf(t *testing.T) {
 			t.Errorf("StageOf(%v, terminating=%v) = %v, want %v", tt.finalizers, tt.terminating, got, tt.want)
 		}
 	}
-	if got := finalizer.Stage(9).String(); got != "State(9)" {
-		t.Errorf("State(9).String() = %q", got)
+	if got := finalizer.Stage(9).String(); got != "Stage(9)" {
+		t.Errorf("Stage(9).String() = %q", got)
 	}
 }
 
