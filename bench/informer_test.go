@@ -79,7 +79,7 @@ func lampDriver(tb testing.TB, s store.Backend, f *informer.Factory) (*tenddrive
 		Initial: "Dark",
 		Phases: []statemachine.PhaseSpec[string]{
 			{Phase: "Dark"},
-			{Phase: "Brightening", Kind: statemachine.Transitional, Unbounded: true, Steps: []string{"switch_on"},
+			{Phase: "Brightening", Type: statemachine.Transitional, Unbounded: true, Steps: []string{"switch_on"},
 				Completion: []statemachine.Require{statemachine.Is("lit")}, Then: "Lit"},
 			{Phase: "Lit"},
 		},

@@ -111,7 +111,7 @@ func layout(m *statemachine.Machine[string, string], current string) diagram {
 		for _, i := range members {
 			n := &d.Nodes[i]
 			spec, _ := m.Spec(phases[i])
-			n.Phase, n.ID, n.Kind = phases[i], "phase-"+strings.Join(strings.Fields(phases[i]), "_"), spec.Kind.String()
+			n.Phase, n.ID, n.Kind = phases[i], "phase-"+strings.Join(strings.Fields(phases[i]), "_"), spec.Type.String()
 			n.Current, n.NoReturn, n.Steps = phases[i] == current, spec.NoReturn, strings.Join(spec.Steps, ", ")
 			n.X, n.Y, n.H = x, margin+boxHeight+l*(boxHeight+gapY), boxHeight
 			n.TextX, n.TextY = n.X+n.W/2, n.Y+boxHeight/2+5
@@ -125,7 +125,7 @@ func layout(m *statemachine.Machine[string, string], current string) diagram {
 	for _, e := range edges {
 		from, to := d.Nodes[index[e.From]], d.Nodes[index[e.To]]
 		spec, _ := m.Spec(e.From)
-		a := arrow{From: e.From, To: e.To, Failure: spec.Kind == statemachine.Transitional && spec.FailTo == e.To && spec.Then != e.To}
+		a := arrow{From: e.From, To: e.To, Failure: spec.Type == statemachine.Transitional && spec.FailTo == e.To && spec.Then != e.To}
 		var bend int
 		a.D, bend = path(from, to)
 		d.MinX = min(d.MinX, bend-margin/2)

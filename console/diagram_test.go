@@ -18,10 +18,10 @@ func ring(t *testing.T) *statemachine.Machine[string, string] {
 		Name: "Ring", States: []string{"A", "B", "C"}, Initial: "AtA",
 		Phases: []statemachine.PhaseSpec[string]{
 			{Phase: "AtA"}, {Phase: "AtB"}, {Phase: "AtC"},
-			{Phase: "ToB", Kind: statemachine.Transitional, Steps: []string{"go"}, Completion: []statemachine.Require{statemachine.Is("there")}, Then: "AtB"},
-			{Phase: "ToC", Kind: statemachine.Transitional, Steps: []string{"go"}, Completion: []statemachine.Require{statemachine.Is("there")}, Then: "AtC"},
-			{Phase: "To A again", Kind: statemachine.Transitional, Steps: []string{"go"}, Completion: []statemachine.Require{statemachine.Is("there")}, Then: "AtA"},
-			{Phase: "Fault", Kind: statemachine.Fault},
+			{Phase: "ToB", Type: statemachine.Transitional, Steps: []string{"go"}, Completion: []statemachine.Require{statemachine.Is("there")}, Then: "AtB"},
+			{Phase: "ToC", Type: statemachine.Transitional, Steps: []string{"go"}, Completion: []statemachine.Require{statemachine.Is("there")}, Then: "AtC"},
+			{Phase: "To A again", Type: statemachine.Transitional, Steps: []string{"go"}, Completion: []statemachine.Require{statemachine.Is("there")}, Then: "AtA"},
+			{Phase: "Fault", Type: statemachine.Fault},
 		},
 		Settled: []statemachine.Settle[string, string]{{State: "A", Phase: "AtA"}, {State: "B", Phase: "AtB"}, {State: "C", Phase: "AtC"}},
 		Rules: []statemachine.Rule[string, string]{

@@ -41,12 +41,12 @@ func lampMachine(t testing.TB) *statemachine.Machine[string, string] {
 		Initial: "Dark",
 		Phases: []statemachine.PhaseSpec[string]{
 			{Phase: "Dark"},
-			{Phase: "Brightening", Kind: statemachine.Transitional, Steps: []string{"switch_on"},
+			{Phase: "Brightening", Type: statemachine.Transitional, Steps: []string{"switch_on"},
 				Completion: []statemachine.Require{statemachine.Is("lit")}, Then: "Lit"},
 			{Phase: "Lit"},
-			{Phase: "Dimming", Kind: statemachine.Transitional, Steps: []string{"switch_off"},
+			{Phase: "Dimming", Type: statemachine.Transitional, Steps: []string{"switch_off"},
 				Completion: []statemachine.Require{statemachine.Not("lit")}, Then: "Dark"},
-			{Phase: "Fault", Kind: statemachine.Fault},
+			{Phase: "Fault", Type: statemachine.Fault},
 		},
 		Settled: []statemachine.Settle[string, string]{{State: "Off", Phase: "Dark"}, {State: "On", Phase: "Lit"}},
 		Rules: []statemachine.Rule[string, string]{

@@ -110,7 +110,7 @@ func (c *Console) revision(ctx context.Context, kind string) (int64, error) {
 type kindView struct {
 	Reg     registry.Entry
 	Machine *statemachine.Machine[string, string]
-	Objects []oncall.Object
+	Objects []oncall.View
 }
 
 // readKind reads a kind's registration, builds its machine and lists its
@@ -129,11 +129,11 @@ func (c *Console) readKind(ctx context.Context, reg registry.Entry) (kindView, e
 
 // counts returns the number of documents in each of the machine's phases,
 // in its order, then those in phases it does not declare.
-func counts(m *statemachine.Machine[string, string], objs []oncall.Object) []phaseCount {
+func counts(m *statemachine.Machine[string, string], objs []oncall.View) []phaseCount {
 	var out []phaseCount
 	for _, p := range m.Phases() {
 		spec, _ := m.Spec(p)
-		out = append(out, phaseCount{Phase: p, Kind: spec.Kind.String()})
+		out = append(out, phaseCount{Phase: p, Kind: spec.Type.String()})
 	}
 	for _, o := range objs {
 		i := slices.IndexFunc(out, func(pc phaseCount) bool { return pc.Phase == o.Phase })
@@ -199,7 +199,7 @@ type objectRow struct {
 	Deleting  bool     `json:"deleting,omitempty"`
 }
 
-func (c *Console) row(kind string, m *statemachine.Machine[string, string], o oncall.Object, now time.Time) objectRow {
+func (c *Console) row(kind string, m *statemachine.Machine[string, string], o oncall.View, now time.Time) objectRow {
 	r := objectRow{
 		Kind: kind, Key: o.Meta.Key, URL: objectURL(c.prefix, kind, o.Meta.Key),
 		State: o.State, Phase: o.Phase, Age: age(now, o.Meta.CreatedAt), InPhase: age(now, o.Since),
@@ -313,7 +313,7 @@ type objectPage struct {
 	Labels     map[string]string
 	Operation  *statemachine.Operation[string]
 	Failure    *statemachine.Failure[string]
-	Refused    *statemachine.RefusedIntent[string]
+	Refused    *statemachine.Refusal[string]
 	Conditions []statemachine.Condition
 	Commands   []statemachine.Command
 	History    []historyRow
@@ -395,7 +395,7 @@ func (c *Console) showObject(w http.ResponseWriter, r *http.Request, code int, m
 		p.Steps = spec.Steps
 	}
 	for _, ph := range m.Phases() {
-		if spec, _ := m.Spec(ph); spec.Kind != statemachine.Transitional {
+		if spec, _ := m.Spec(ph); spec.Type != statemachine.Transitional {
 			p.Phases = append(p.Phases, ph)
 		}
 	}

@@ -38,9 +38,12 @@ const (
 	// DefaultFinalizer is the finalizer a [Driver] puts on the documents of a
 	// machine with a final pair when Config.Finalizer is empty.
 	DefaultFinalizer = "tend.dev/machine"
-	// DefaultWaitInterval is how long a driver waits before it observes
-	// the conditions of an operation again, or runs a step that reported
-	// [statemachine.Pending], when Config.WaitInterval is zero.
+	// DefaultWaitInterval is the longest a driver waits before it
+	// observes the conditions of an operation again, or runs a step that
+	// reported [statemachine.Pending], when Config.WaitInterval is zero.
+	// Waits start short: 100 ms after the wait began, then as long as it
+	// has lasted (200 ms, 400 ms, …), up to this cap, so a condition that
+	// holds soon after its step is seen soon.
 	DefaultWaitInterval = 5 * time.Second
 	// DefaultProgressInterval is how soon a driver runs a step again after it
 	// reported [statemachine.Progressed] when Config.ProgressInterval
@@ -155,10 +158,10 @@ type Config[Spec, Status any] struct {
 	// write.
 	NewOperationID func() string
 
-	// WaitInterval is how long the driver waits before it observes again the
-	// conditions of an operation whose completion does not hold yet, or runs
-	// again a step that reported [statemachine.Pending]. Zero means
-	// [DefaultWaitInterval].
+	// WaitInterval is the longest the driver waits before it observes again
+	// the conditions of an operation whose completion does not hold yet, or
+	// runs again a step that reported [statemachine.Pending]: waits start at
+	// 100 ms and double up to it. Zero means [DefaultWaitInterval].
 	WaitInterval time.Duration
 
 	// ProgressInterval is how soon a step that reported
@@ -546,7 +549,8 @@ type phaseDriver[Spec HasIntent[S], Status any, S, P comparable] struct {
 	finalizer string
 	final     *S // the state of the final pairs; nil when the machine has none
 	newID     func() string
-	wait      time.Duration
+	wait      time.Duration // the longest wait (see waits)
+	waits     waits
 	progress  time.Duration
 	conflicts int
 	backoff   workqueue.Backoff
@@ -804,7 +808,7 @@ func (d *phaseDriver[Spec, Status, S, P]) pass(ctx context.Context, log *zap.Log
 		}
 	}
 	if d.final != nil {
-		switch finalizer.StateOf(&finObject[Spec, Status]{c: d.c, obj: obj}, d.finalizer) {
+		switch finalizer.StageOf(&finObject[Spec, Status]{c: d.c, obj: obj}, d.finalizer) {
 		case finalizer.Absent:
 			fo := &finObject[Spec, Status]{c: d.c, obj: obj, echoes: &d.echoes}
 			if err := finalizer.Add(ctx, fo, d.finalizer); err != nil {
@@ -854,7 +858,7 @@ func (d *phaseDriver[Spec, Status, S, P]) pass(ctx context.Context, log *zap.Log
 			// been: waiting is made of reads, and the error backoff is for
 			// actions. (A condition that needs several reads at once would
 			// otherwise see its retries back off while each pass fails.)
-			return end(controller.Result{}, controller.RetryAfter(err, until(now, d.wait, dec.Deadline)))
+			return end(controller.Result{}, controller.RetryAfter(err, until(now, d.waits.next(obj.Key, waitPoint(dec.Operation.ID, dec.Step, dec.Operation.Attempts), now, d.wait), dec.Deadline)))
 		}
 		if dec, err = d.m.Decide(intent, st, now); err != nil {
 			return end(controller.Result{}, controller.Terminal(fmt.Errorf("%s %q: %w", d.c.Kind(), obj.Key, err)))
@@ -944,7 +948,7 @@ func (d *phaseDriver[Spec, Status, S, P]) pass(ctx context.Context, log *zap.Log
 	case statemachine.Begin, statemachine.Complete, statemachine.Abort:
 		return obj, passAgain, controller.Result{}, nil
 	case statemachine.Wait:
-		return end(controller.Result{RequeueAfter: until(now, d.wait, dec.Deadline)}, nil)
+		return end(controller.Result{RequeueAfter: until(now, d.waits.next(obj.Key, waitPoint(dec.Operation.ID, "", 0), now, d.wait), dec.Deadline)}, nil)
 	case statemachine.Backoff:
 		return end(controller.Result{RequeueAfter: until(now, dec.Until.Sub(now), dec.Deadline)}, nil)
 	case statemachine.Hold:
@@ -967,7 +971,7 @@ func (d *phaseDriver[Spec, Status, S, P]) pass(ctx context.Context, log *zap.Log
 		case r.Outcome == statemachine.Progressed:
 			return end(controller.Result{RequeueAfter: d.progress}, nil)
 		case r.Outcome == statemachine.Pending:
-			return end(controller.Result{RequeueAfter: until(now, d.wait, dec.Deadline)}, nil)
+			return end(controller.Result{RequeueAfter: until(now, d.waits.next(obj.Key, waitPoint(dec.Operation.ID, dec.Step, dec.Operation.Attempts), now, d.wait), dec.Deadline)}, nil)
 		}
 		err := fmt.Errorf("%s %q: step %s of operation %s (%v), attempt %d: %w", d.c.Kind(), obj.Key, dec.Step,
 			dec.Operation.ID, dec.Operation.Phase, next.Operation.Attempts, cmp.Or(r.Err, errors.New(r.Outcome.String())))
@@ -1092,7 +1096,7 @@ func (d *phaseDriver[Spec, Status, S, P]) report(ctx context.Context, log *zap.L
 // reconcile with a terminal error: the spec must change.
 func (d *phaseDriver[Spec, Status, S, P]) unknownIntent(ctx context.Context, log *zap.Logger, obj *store.Object[Spec, Status], read statemachine.Status[S, P], intent S, cause error) (*store.Object[Spec, Status], pass, controller.Result, error) {
 	next := read
-	next.Refused = &statemachine.RefusedIntent[S]{Intent: intent, Reason: cause.Error()}
+	next.Refused = &statemachine.Refusal[S]{Intent: intent, Reason: cause.Error()}
 	next.ObservedGeneration, next.ObservedDeletion = obj.Generation, obj.Terminating()
 	if next.Equal(read) {
 		return nil, passEnd, controller.Result{}, controller.Terminal(fmt.Errorf("%s %q: %w", d.c.Kind(), obj.Key, cause))
@@ -1279,7 +1283,7 @@ func (d *phaseDriver[Spec, Status, S, P]) remove(ctx context.Context, obj *store
 	return nil, passEnd, controller.Result{}, nil
 }
 
-// finObject is a finalizer.Object over a typed document.
+// finObject is a finalizer.Guarded over a typed document.
 type finObject[Spec, Status any] struct {
 	c      *store.Collection[Spec, Status]
 	obj    *store.Object[Spec, Status]

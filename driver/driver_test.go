@@ -89,8 +89,8 @@ func TestDriverWaitsForCompletion(t *testing.T) {
 	d := f.driver(t, cfg)
 	f.create(t, "gw", gwRunning)
 	res, err := d.Reconcile(context.Background(), "gw")
-	if err != nil || res.RequeueAfter != 7e9 {
-		t.Fatalf("reconcile = %+v, %v; want requeue after 7s", res, err)
+	if err != nil || res.RequeueAfter != 100*time.Millisecond { // the first wait is short
+		t.Fatalf("reconcile = %+v, %v; want requeue after 100ms", res, err)
 	}
 	st := f.get(t, "gw").Status
 	c, ok := st.Condition("deployment_available")
@@ -163,10 +163,10 @@ func TestDriverStepFailureKeepsOperationID(t *testing.T) {
 	}
 }
 
-// TestDriverRefusedIntent checks that UpdateSpec refuses an intent past the
+// TestDriverRefusal checks that UpdateSpec refuses an intent past the
 // point of no return with an error naming the phase, and that an intent
 // written around it is ignored while the deletion finishes.
-func TestDriverRefusedIntent(t *testing.T) {
+func TestDriverRefusal(t *testing.T) {
 	f := newGWFixture(t)
 	d := f.driver(t, f.config())
 	f.create(t, "gw", gwRunning)
@@ -185,7 +185,7 @@ func TestDriverRefusedIntent(t *testing.T) {
 	}
 	before := f.get(t, "gw")
 	_, err = d.UpdateSpec(ctx, "gw", func(s *gwSpec) { s.State = gwRunning })
-	var refused *sm.IntentRefusedError[gwState, gwPhase]
+	var refused *sm.RefusalError[gwState, gwPhase]
 	if !errors.Is(err, sm.ErrIntentRefused) || !errors.As(err, &refused) || refused.Phase != phDeleting ||
 		!strings.Contains(err.Error(), "Deleting") {
 		t.Fatalf("UpdateSpec(Running) in Deleting: %v", err)

@@ -35,10 +35,10 @@ func ExampleDriver() {
 		Initial: "Dark",
 		Phases: []statemachine.PhaseSpec[string]{
 			{Phase: "Dark"},
-			{Phase: "Brightening", Kind: statemachine.Transitional, Unbounded: true, Steps: []string{"switch_on"},
+			{Phase: "Brightening", Type: statemachine.Transitional, Unbounded: true, Steps: []string{"switch_on"},
 				Completion: []statemachine.Require{statemachine.Is("lit")}, Then: "Lit"},
 			{Phase: "Lit"},
-			{Phase: "Dimming", Kind: statemachine.Transitional, Unbounded: true, Steps: []string{"switch_off"},
+			{Phase: "Dimming", Type: statemachine.Transitional, Unbounded: true, Steps: []string{"switch_off"},
 				Completion: []statemachine.Require{statemachine.Not("lit")}, Then: "Dark"},
 		},
 		Settled: []statemachine.Settle[string, string]{{State: "Off", Phase: "Dark"}, {State: "On", Phase: "Lit"}},

@@ -41,7 +41,7 @@ func Example_tracing() {
 		Initial: "Dark",
 		Phases: []statemachine.PhaseSpec[string]{
 			{Phase: "Dark"},
-			{Phase: "Brightening", Kind: statemachine.Transitional, Unbounded: true, Steps: []string{"switch_on"},
+			{Phase: "Brightening", Type: statemachine.Transitional, Unbounded: true, Steps: []string{"switch_on"},
 				Completion: []statemachine.Require{statemachine.Is("lit")}, Then: "Lit"},
 			{Phase: "Lit"},
 		},

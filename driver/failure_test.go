@@ -652,9 +652,9 @@ func TestPendingKeepsTheFailureCount(t *testing.T) {
 		if op == nil || op.Attempts != len(got)/2 || op.Attempts < 5 {
 			t.Fatalf("operation %+v after %d calls (at %v); want one failure counted per job", op, len(got), got[:min(len(got), 12)])
 		}
-		for i := 1; i < len(got); i += 2 { // a job is looked at one WaitInterval after it starts
-			if gap := got[i] - got[i-1]; gap != time.Second {
-				t.Errorf("call %d came %v after the job started, want 1s", i+1, gap)
+		for i := 1; i < len(got); i += 2 { // a job is looked at the first wait (100 ms) after it starts
+			if gap := got[i] - got[i-1]; gap != 100*time.Millisecond {
+				t.Errorf("call %d came %v after the job started, want 100ms", i+1, gap)
 			}
 		}
 		for i := 2; i < len(got); i += 2 { // a new job starts after the backoff of the failures so far

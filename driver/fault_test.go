@@ -24,11 +24,11 @@ func jobMachine(t testing.TB) *sm.Machine[string, string] {
 		Initial: "Pending",
 		Phases: []sm.PhaseSpec[string]{
 			{Phase: "Pending"},
-			{Phase: "Running", Kind: sm.Transitional, Steps: []string{"work"}, Completion: []sm.Require{sm.Is("worked")}, Then: "Finished"},
+			{Phase: "Running", Type: sm.Transitional, Steps: []string{"work"}, Completion: []sm.Require{sm.Is("worked")}, Then: "Finished"},
 			{Phase: "Finished"},
-			{Phase: "Deleting", Kind: sm.Transitional, NoReturn: true, Steps: []string{"clean"}, Completion: []sm.Require{sm.Is("cleaned")}, Then: "Deleted"},
-			{Phase: "Deleted", Kind: sm.Terminal},
-			{Phase: "Failed", Kind: sm.Fault},
+			{Phase: "Deleting", Type: sm.Transitional, NoReturn: true, Steps: []string{"clean"}, Completion: []sm.Require{sm.Is("cleaned")}, Then: "Deleted"},
+			{Phase: "Deleted", Type: sm.Terminal},
+			{Phase: "Failed", Type: sm.Fault},
 		},
 		Settled: []sm.Settle[string, string]{
 			{State: "Done", Phase: "Finished"},
@@ -40,7 +40,7 @@ func jobMachine(t testing.TB) *sm.Machine[string, string] {
 			{State: "Deleted", Phase: "Finished", Begin: "Deleting"},
 			{State: "Deleted", Phase: "Failed", Begin: "Deleting"},
 		},
-		Refusals:    []sm.Refusal[string, string]{{States: []string{"Done"}, Phases: []string{"Deleting"}, Reason: "a job being deleted cannot be done"}},
+		Refusals:    []sm.RefusalRule[string, string]{{States: []string{"Done"}, Phases: []string{"Deleting"}, Reason: "a job being deleted cannot be done"}},
 		Unreachable: []sm.Pair[string, string]{{State: "Done", Phase: "Deleted"}},
 	})
 	if err != nil {

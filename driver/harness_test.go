@@ -17,14 +17,14 @@ func harnessConfig(t testing.TB, defects ...driver.Defect) drivertest.Config[gwS
 	return drivertest.Config[gwSpec, gwStatus, gwState, gwPhase]{
 		Machine: gatewayMachine(t),
 		Kind:    "ApiGateway",
-		World: func(env drivertest.Env) (drivertest.World[gwSpec, gwStatus], error) {
+		Fixture: func(env drivertest.Env) (drivertest.Fixture[gwSpec, gwStatus], error) {
 			w := newGWWorld()
 			w.startDelay = time.Duration(env.Rand.Int64N(int64(30 * time.Second)))
 			cfg := driver.Config[gwSpec, gwStatus]{Steps: w.steps(), Observers: w.observers(), WaitInterval: time.Second}
 			for _, d := range defects {
 				cfg = driver.Planted(cfg, d)
 			}
-			return drivertest.World[gwSpec, gwStatus]{Driver: cfg}, nil
+			return drivertest.Fixture[gwSpec, gwStatus]{Driver: cfg}, nil
 		},
 		// As the gateway's API: a restart is asked for with a new token,
 		// so Restarting set again without one asks for none.

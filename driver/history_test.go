@@ -23,6 +23,7 @@ import (
 	"github.com/tendhq/tend/backends/memory"
 	"github.com/tendhq/tend/controller"
 	"github.com/tendhq/tend/history"
+	"github.com/tendhq/tend/history/historyprom"
 	sm "github.com/tendhq/tend/statemachine"
 	"github.com/tendhq/tend/store"
 )
@@ -354,7 +355,7 @@ func TestHistoryStoreDown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newGWFixture(t, history.Kinds("ApiGateway")...)
 		reg := prometheus.NewRegistry()
-		rec, stopRec := recording(t, historyDown{f.mem}, history.RecorderConfig{MetricsRegisterer: reg})
+		rec, stopRec := recording(t, historyDown{f.mem}, history.RecorderConfig{Metrics: historyprom.New(historyprom.Config{Registerer: reg})})
 		cfg := f.config()
 		cfg.History = rec
 		stop := running(t, f.driver(t, cfg), nil, nil)

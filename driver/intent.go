@@ -16,7 +16,7 @@ import (
 // new intent is first checked with the machine's Admit against the phase read
 // in that same revision, so an intent the document can no longer reach (past
 // a point of no return, or declared unreachable) is never written: the error
-// is a *statemachine.IntentRefusedError naming the intent and the phase, and
+// is a *statemachine.RefusalError naming the intent and the phase, and
 // matches statemachine.ErrIntentRefused.
 //
 // On a conflict UpdateSpec reads the document again and calls set again on

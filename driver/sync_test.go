@@ -30,7 +30,8 @@ func runController(t *testing.T, c *controller.Controller) {
 
 // TestDriverUnderController runs the driver in a controller with fake time:
 // the Deployment becomes available 30 s after it is created, the driver polls
-// every 5 s, and the gateway is Started exactly at 30 s. It checks the phase
+// at 0.1, 0.2, 0.4, … 6.4 s, then every 5 s, and the gateway is Started at
+// 31.4 s. It checks the phase
 // metrics and the logs on the way.
 func TestDriverUnderController(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -59,10 +60,15 @@ func TestDriverUnderController(t *testing.T) {
 		if got := f.get(t, "gw").Status.Phase; got != phStarting {
 			t.Fatalf("at 29 s: phase %s, want Starting", got)
 		}
-		time.Sleep(time.Second)
+		time.Sleep(2399 * time.Millisecond)
+		synctest.Wait()
+		if got := f.get(t, "gw").Status.Phase; got != phStarting {
+			t.Fatalf("at 31.399 s: phase %s, want Starting", got)
+		}
+		time.Sleep(time.Millisecond)
 		synctest.Wait()
 		if got := f.get(t, "gw").Status.Phase; got != phStarted {
-			t.Fatalf("at 30 s: phase %s, want Started", got)
+			t.Fatalf("at 31.4 s: phase %s, want Started", got)
 		}
 
 		for _, e := range [][2]string{{"Creating", "Created"}, {"Created", "Starting"}, {"Starting", "Started"}} {
@@ -71,8 +77,8 @@ func TestDriverUnderController(t *testing.T) {
 				t.Errorf("transitions %v: %v, want 1", e, got)
 			}
 		}
-		if got := histogramSum(t, reg, "tend_phase_duration_seconds", "Starting"); got != 30 {
-			t.Errorf("time in Starting: %v s, want 30", got)
+		if got := histogramSum(t, reg, "tend_phase_duration_seconds", "Starting"); got != 31.4 {
+			t.Errorf("time in Starting: %v s, want 31.4", got)
 		}
 		if got := metrictest.Value(t, reg, "tend_phase_duration_seconds", map[string]string{"phase": "Created"}); got != 1 {
 			t.Errorf("time in Created observed %v times, want 1", got)
@@ -91,8 +97,8 @@ func TestDriverUnderController(t *testing.T) {
 			}
 			if fmt.Sprint(fields["from"]) == "Starting" {
 				fromStarting++
-				if fields["after"] != 30*time.Second {
-					t.Errorf("left Starting after %v, want 30s: %v", fields["after"], fields)
+				if fields["after"] != 31400*time.Millisecond {
+					t.Errorf("left Starting after %v, want 31.4s: %v", fields["after"], fields)
 				}
 			}
 		}
@@ -146,19 +152,19 @@ func domainMachine(t testing.TB) *sm.Machine[string, string] {
 		States:  []string{"Active", "Deleted"},
 		Initial: "Creating",
 		Phases: []sm.PhaseSpec[string]{
-			{Phase: "Creating", Kind: sm.Transitional, Unbounded: true, Steps: []string{"create_routes"},
+			{Phase: "Creating", Type: sm.Transitional, Unbounded: true, Steps: []string{"create_routes"},
 				Completion: []sm.Require{sm.Is("routes_present")}, Then: "Created"},
 			{Phase: "Created"},
-			{Phase: "Deleting", Kind: sm.Transitional, NoReturn: true, Unbounded: true, Steps: []string{"delete_routes"},
+			{Phase: "Deleting", Type: sm.Transitional, NoReturn: true, Unbounded: true, Steps: []string{"delete_routes"},
 				Completion: []sm.Require{sm.Not("routes_present")}, Then: "Deleted"},
-			{Phase: "Deleted", Kind: sm.Terminal},
+			{Phase: "Deleted", Type: sm.Terminal},
 		},
 		Settled: []sm.Settle[string, string]{
 			{State: "Active", Phase: "Created"},
 			{State: "Deleted", Phase: "Deleted", Final: true},
 		},
 		Rules:    []sm.Rule[string, string]{{State: "Deleted", Phase: "Created", Begin: "Deleting"}},
-		Refusals: []sm.Refusal[string, string]{{States: []string{"Active"}, Phases: []string{"Deleting", "Deleted"}, Reason: "a deleted domain stays deleted"}},
+		Refusals: []sm.RefusalRule[string, string]{{States: []string{"Active"}, Phases: []string{"Deleting", "Deleted"}, Reason: "a deleted domain stays deleted"}},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -10,7 +10,7 @@
 // # The four states
 //
 // With respect to one finalizer, an object is in one of four states
-// ([StateOf]), and [Ensure] does what each calls for:
+// ([StageOf]), and [Ensure] does what each calls for:
 //
 //	finalizer  Terminating  state       Ensure
 //	absent     no           Absent      add it and persist, then apply
@@ -40,7 +40,7 @@
 //
 // # Objects
 //
-// The helper works on any [Object]: four methods that read the Terminating flag
+// The helper works on any [Guarded]: four methods that read the Terminating flag
 // and finalizer list, write the list conditionally, and read the object again.
 // [Document] adapts a document of a tend store; a Kubernetes object is
 // adapted the same way over its deletionTimestamp, finalizers and

@@ -16,7 +16,7 @@ type ReadWriter interface {
 	store.Writer
 }
 
-// Document is an [Object] over a document of a tend store. It holds the
+// Document is an [Guarded] over a document of a tend store. It holds the
 // document as last read or written; [Document.Document] returns it.
 //
 // A Document is not safe for concurrent use.
@@ -25,7 +25,7 @@ type Document struct {
 	doc store.Document
 }
 
-var _ Object = (*Document)(nil)
+var _ Guarded = (*Document)(nil)
 
 // NewDocument returns an Object over doc, a document read from rw.
 func NewDocument(rw ReadWriter, doc store.Document) *Document {

@@ -15,7 +15,7 @@ import (
 // requeues.
 const MaxAttempts = 5
 
-// Object is the view of one stored object the helper reads and writes. An
+// Guarded is the view of one stored object the helper reads and writes. An
 // implementation holds the object as it was last read or written, like a
 // client that updates the object it was given.
 //
@@ -24,7 +24,7 @@ const MaxAttempts = 5
 // was replaced by another object under the same name) with one matching
 // [store.ErrNotFound]. Implementations for other systems translate their errors
 // into these sentinels.
-type Object interface {
+type Guarded interface {
 	// Terminating reports whether deletion of the object was requested.
 	Terminating() bool
 	// Finalizers returns the object's finalizers. The caller does not modify
@@ -39,14 +39,14 @@ type Object interface {
 	Refresh(ctx context.Context) error
 }
 
-// State is one of the four states of an object with respect to one finalizer.
-type State int
+// Stage is one of the four states of an object with respect to one finalizer.
+type Stage int
 
 // The four states, in the order of an object's life.
 const (
 	// Absent: not Terminating, finalizer not present. It must be added
 	// before the object is acted on.
-	Absent State = iota + 1
+	Absent Stage = iota + 1
 	// Present: not Terminating, finalizer present. Normal reconciliation.
 	Present
 	// Finalizing: Terminating, finalizer present. Cleanup runs; the
@@ -58,7 +58,7 @@ const (
 )
 
 // String returns the state's name.
-func (s State) String() string {
+func (s Stage) String() string {
 	switch s {
 	case Absent:
 		return "Absent"
@@ -69,11 +69,11 @@ func (s State) String() string {
 	case Finalized:
 		return "Finalized"
 	}
-	return fmt.Sprintf("State(%d)", int(s))
+	return fmt.Sprintf("Stage(%d)", int(s))
 }
 
-// StateOf returns the state of obj with respect to the finalizer name.
-func StateOf(obj Object, name string) State {
+// StageOf returns the state of obj with respect to the finalizer name.
+func StageOf(obj Guarded, name string) Stage {
 	has := slices.Contains(obj.Finalizers(), name)
 	switch {
 	case obj.Terminating() && has:
@@ -128,11 +128,11 @@ func (e *CleanupError) Unwrap() []error { return []error{ErrCleanup, e.Err} }
 // removal that kept conflicting. An object that disappears while Ensure runs
 // is Finalized. After Ensure, obj holds the newest state it read or wrote, so
 // an apply that writes the object reads its revision from obj.
-func Ensure(ctx context.Context, obj Object, name string, apply, cleanup func(context.Context) error) (State, error) {
+func Ensure(ctx context.Context, obj Guarded, name string, apply, cleanup func(context.Context) error) (Stage, error) {
 	if err := store.ValidateFinalizer(name); err != nil {
 		return 0, err
 	}
-	st := StateOf(obj, name)
+	st := StageOf(obj, name)
 	if st == Absent {
 		if err := add(ctx, obj, name); err != nil {
 			if errors.Is(err, ErrTerminating) || errors.Is(err, store.ErrNotFound) {
@@ -140,7 +140,7 @@ func Ensure(ctx context.Context, obj Object, name string, apply, cleanup func(co
 			}
 			return Absent, err
 		}
-		st = StateOf(obj, name)
+		st = StageOf(obj, name)
 	}
 	switch st {
 	case Present:
@@ -163,14 +163,14 @@ func Ensure(ctx context.Context, obj Object, name string, apply, cleanup func(co
 // it. On a conflict it reads obj again and retries, up to [MaxAttempts]
 // writes. It fails with [ErrTerminating] if obj is Terminating without the
 // finalizer, and with an error matching [store.ErrNotFound] if obj is gone.
-func Add(ctx context.Context, obj Object, name string) error {
+func Add(ctx context.Context, obj Guarded, name string) error {
 	if err := store.ValidateFinalizer(name); err != nil {
 		return err
 	}
 	return add(ctx, obj, name)
 }
 
-func add(ctx context.Context, obj Object, name string) error {
+func add(ctx context.Context, obj Guarded, name string) error {
 	return update(ctx, obj, func(fs []string) ([]string, bool, error) {
 		if slices.Contains(fs, name) {
 			return nil, false, nil
@@ -188,14 +188,14 @@ func add(ctx context.Context, obj Object, name string) error {
 // restored: on a conflict Remove reads obj again, removes name from the fresh
 // list and retries, up to [MaxAttempts] writes. Removing a finalizer that is
 // not there, or from an object that is gone, succeeds.
-func Remove(ctx context.Context, obj Object, name string) error {
+func Remove(ctx context.Context, obj Guarded, name string) error {
 	if err := store.ValidateFinalizer(name); err != nil {
 		return err
 	}
 	return remove(ctx, obj, name)
 }
 
-func remove(ctx context.Context, obj Object, name string) error {
+func remove(ctx context.Context, obj Guarded, name string) error {
 	err := update(ctx, obj, func(fs []string) ([]string, bool, error) {
 		if !slices.Contains(fs, name) {
 			return nil, false, nil
@@ -210,7 +210,7 @@ func remove(ctx context.Context, obj Object, name string) error {
 
 // update writes change(current finalizers) to obj until it succeeds, change
 // reports there is nothing to write, or MaxAttempts writes conflicted.
-func update(ctx context.Context, obj Object, change func([]string) ([]string, bool, error)) error {
+func update(ctx context.Context, obj Guarded, change func([]string) ([]string, bool, error)) error {
 	for attempt := 1; ; attempt++ {
 		next, write, err := change(obj.Finalizers())
 		if err != nil || !write {

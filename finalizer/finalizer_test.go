@@ -51,11 +51,11 @@ func create(t tb, s *memory.Store, key string, finalizers []string, terminating 
 	return doc
 }
 
-func TestStateOf(t *testing.T) {
+func TestStageOf(t *testing.T) {
 	tests := []struct {
 		finalizers  []string
 		terminating bool
-		want        finalizer.State
+		want        finalizer.Stage
 	}{
 		{nil, false, finalizer.Absent},
 		{[]string{"other.io/x"}, false, finalizer.Absent},
@@ -66,12 +66,12 @@ func TestStateOf(t *testing.T) {
 	s := newStore(t)
 	for i, tt := range tests {
 		doc := create(t, s, "b"+string(rune('0'+i)), tt.finalizers, tt.terminating)
-		if got := finalizer.StateOf(finalizer.NewDocument(s, doc), name); got != tt.want {
-			t.Errorf("StateOf(%v, terminating=%v) = %v, want %v", tt.finalizers, tt.terminating, got, tt.want)
+		if got := finalizer.StageOf(finalizer.NewDocument(s, doc), name); got != tt.want {
+			t.Errorf("StageOf(%v, terminating=%v) = %v, want %v", tt.finalizers, tt.terminating, got, tt.want)
 		}
 	}
-	if got := finalizer.State(9).String(); got != "State(9)" {
-		t.Errorf("State(9).String() = %q", got)
+	if got := finalizer.Stage(9).String(); got != "Stage(9)" {
+		t.Errorf("Stage(9).String() = %q", got)
 	}
 }
 
@@ -82,7 +82,7 @@ func TestEnsure(t *testing.T) {
 		finalizers  []string
 		terminating bool
 		cleanupErr  error
-		wantState   finalizer.State
+		wantState   finalizer.Stage
 		wantApply   bool
 		wantCleanup bool
 		wantErr     error

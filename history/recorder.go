@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/tendhq/tend/store"
@@ -72,10 +71,33 @@ type RecorderConfig struct {
 	// Logger receives the recorder's logs (a failed write, once per
 	// flush). Nil means no logs.
 	Logger *zap.Logger
-	// MetricsRegisterer receives tend_history_entries_written_total and
+	// Metrics, when set, is given the recorder's numbers ([RecorderStats]):
+	// package history/historyprom exposes them to Prometheus as
+	// tend_history_entries_written_total and
 	// tend_history_entries_dropped_total (by reason: buffer_full,
 	// write_failed). Nil means no metrics.
-	MetricsRegisterer prometheus.Registerer
+	Metrics MetricsProvider
+}
+
+// MetricsProvider exposes the metrics of the recorder given it in
+// RecorderConfig.Metrics: package history/historyprom exposes them to
+// Prometheus. A provider is told about a recorder once, by [NewRecorder],
+// and reads its numbers whenever it wants, through stats, for as long as
+// the recorder lives.
+type MetricsProvider interface {
+	// Track starts exposing the metrics of a recorder, read with stats. An
+	// error (the provider already exposes another recorder's) is returned
+	// by NewRecorder.
+	Track(stats func() RecorderStats) error
+}
+
+// RecorderStats are a recorder's counters since it was made.
+type RecorderStats struct {
+	// Written counts the entries written to the store.
+	Written uint64
+	// DroppedBufferFull and DroppedWriteFailed count the entries dropped
+	// for each reason: [DropBufferFull] and [DropWriteFailed].
+	DroppedBufferFull, DroppedWriteFailed uint64
 }
 
 // Recorder writes the entries given to [Recorder.Record] to their
@@ -90,14 +112,12 @@ type Recorder struct {
 	replica    string
 	log        *zap.Logger // a no-op logger when logging is off
 
-	written prometheus.Counter // nil when metrics are off
-	dropped *prometheus.CounterVec
-
 	wake chan struct{} // capacity 1: entries wait
 
-	mu      sync.Mutex // guards pending and drops
+	mu      sync.Mutex // guards pending, drops and written
 	pending []pendingEntry
 	drops   map[string]uint64 // by reason
+	written uint64
 }
 
 // pendingEntry is an entry waiting to be written.
@@ -107,8 +127,7 @@ type pendingEntry struct {
 }
 
 // NewRecorder returns a recorder writing to b. It starts nothing: see
-// [Recorder.Run]. With a MetricsRegisterer it registers its metrics, so a
-// registry takes one recorder.
+// [Recorder.Run]. With Metrics it has the provider track the recorder.
 func NewRecorder(b store.Backend, cfg RecorderConfig) (*Recorder, error) {
 	switch {
 	case b == nil:
@@ -127,24 +146,26 @@ func NewRecorder(b store.Backend, cfg RecorderConfig) (*Recorder, error) {
 		drops:      map[string]uint64{},
 	}
 	r.log = cmp.Or(cfg.Logger, zap.NewNop()).Named("history")
-	if reg := cfg.MetricsRegisterer; reg != nil {
-		r.written = prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "tend_history_entries_written_total",
-			Help: "History entries written to the store.",
-		})
-		r.dropped = prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "tend_history_entries_dropped_total",
-			Help: "History entries dropped, by reason: buffer_full (recorded while the buffer was full) or write_failed.",
-		}, []string{"reason"})
-		for _, c := range []prometheus.Collector{r.written, r.dropped} {
-			if err := reg.Register(c); err != nil {
-				return nil, fmt.Errorf("history: registering metrics: %w", err)
-			}
+	if cfg.Metrics != nil {
+		if err := cfg.Metrics.Track(r.stats); err != nil {
+			return nil, fmt.Errorf("history: metrics: %w", err)
 		}
-		r.dropped.WithLabelValues(DropBufferFull)
-		r.dropped.WithLabelValues(DropWriteFailed)
 	}
 	return r, nil
+}
+
+// stats returns the recorder's counters.
+func (r *Recorder) stats() RecorderStats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return RecorderStats{Written: r.written, DroppedBufferFull: r.drops[DropBufferFull], DroppedWriteFailed: r.drops[DropWriteFailed]}
+}
+
+// wrote counts n entries written.
+func (r *Recorder) wrote(n int) {
+	r.mu.Lock()
+	r.written += uint64(n)
+	r.mu.Unlock()
 }
 
 // Record adds e to the history of the document of kind and key whose UID is
@@ -192,9 +213,6 @@ func (r *Recorder) drop(reason string, n int) {
 	r.mu.Lock()
 	r.drops[reason] += uint64(n)
 	r.mu.Unlock()
-	if r.dropped != nil {
-		r.dropped.WithLabelValues(reason).Add(float64(n))
-	}
 }
 
 // Run writes the entries recorded until ctx ends, then writes those left
@@ -273,9 +291,7 @@ func (r *Recorder) Flush(ctx context.Context) (dropped int) {
 			firstErr = cmp.Or(firstErr, err)
 			continue
 		}
-		if r.written != nil {
-			r.written.Add(float64(len(ps)))
-		}
+		r.wrote(len(ps))
 	}
 	if dropped > 0 {
 		r.drop(DropWriteFailed, dropped)
@@ -301,9 +317,7 @@ func (r *Recorder) Append(ctx context.Context, kind, key, uid string, entries ..
 	if err := r.write(ctx, kind, key, ps); err != nil {
 		return fmt.Errorf("history of %s %q: %w", kind, key, err)
 	}
-	if r.written != nil {
-		r.written.Add(float64(len(ps)))
-	}
+	r.wrote(len(ps))
 	return nil
 }
 
@@ -316,7 +330,7 @@ func (r *Recorder) write(ctx context.Context, kind, key string, ps []pendingEntr
 			entries = append(entries, p.e)
 		}
 	}
-	hk := Kind(kind)
+	hk := KindOf(kind)
 	var err error
 	for range writeAttempts {
 		var doc store.Document

@@ -9,9 +9,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
-
 	"github.com/tendhq/tend/backends/memory"
 	"github.com/tendhq/tend/history"
 	"github.com/tendhq/tend/internal/wait"
@@ -95,7 +92,7 @@ func TestOwnerAndNewLife(t *testing.T) {
 	rec, _ := history.NewRecorder(b, history.RecorderConfig{})
 	rec.Record(kind, "gw", doc.Meta.UID, history.Entry{Type: history.Transition, Phase: "A", To: "B"})
 	rec.Flush(ctx)
-	h, err := b.Get(ctx, history.Kind(kind), "gw")
+	h, err := b.Get(ctx, history.KindOf(kind), "gw")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,8 +143,11 @@ func TestDropsCounted(t *testing.T) {
 		mem := newStore(t)
 		doc := create(t, mem, "gw")
 		b := &failing{Backend: mem, fail: true}
-		reg := prometheus.NewRegistry()
-		rec, err := history.NewRecorder(b, history.RecorderConfig{BufferSize: 4, MetricsRegisterer: reg})
+		var stats func() history.RecorderStats
+		rec, err := history.NewRecorder(b, history.RecorderConfig{BufferSize: 4, Metrics: trackFunc(func(s func() history.RecorderStats) error {
+			stats = s
+			return nil
+		})})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -165,8 +165,8 @@ func TestDropsCounted(t *testing.T) {
 		if got := rec.Dropped(history.DropWriteFailed); got != 4 {
 			t.Errorf("dropped for failed writes: %d, want 4", got)
 		}
-		if got := testutil.ToFloat64(counter(t, reg, history.DropWriteFailed)); got != 4 {
-			t.Errorf("tend_history_entries_dropped_total{reason=write_failed} = %v, want 4", got)
+		if got, want := stats(), (history.RecorderStats{DroppedBufferFull: 2, DroppedWriteFailed: 4}); got != want {
+			t.Errorf("stats %+v, want %+v", got, want)
 		}
 
 		// The store is back: the next entries are written after the pause.
@@ -187,30 +187,23 @@ func TestDropsCounted(t *testing.T) {
 		if got := read(t, mem, "gw"); len(got) != 2 {
 			t.Fatalf("after Run stopped: %v, want 2 entries", got)
 		}
+		if got := stats().Written; got != 2 {
+			t.Errorf("%d entries counted written, want 2", got)
+		}
 	})
 }
 
-// counter returns the dropped counter with reason from reg.
-func counter(t *testing.T, reg *prometheus.Registry, reason string) prometheus.Collector {
-	t.Helper()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
+// trackFunc is a history.MetricsProvider.
+type trackFunc func(stats func() history.RecorderStats) error
+
+func (f trackFunc) Track(stats func() history.RecorderStats) error { return f(stats) }
+
+func TestMetricsRefused(t *testing.T) {
+	refused := errors.New("taken")
+	_, err := history.NewRecorder(newStore(t), history.RecorderConfig{Metrics: trackFunc(func(func() history.RecorderStats) error { return refused })})
+	if !errors.Is(err, refused) {
+		t.Fatalf("NewRecorder: %v, want the provider's error", err)
 	}
-	for _, f := range families {
-		if f.GetName() != "tend_history_entries_dropped_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			if m.GetLabel()[0].GetValue() == reason {
-				c := prometheus.NewCounter(prometheus.CounterOpts{Name: "x"})
-				c.Add(m.GetCounter().GetValue())
-				return c
-			}
-		}
-	}
-	t.Fatalf("no tend_history_entries_dropped_total{reason=%q}", reason)
-	return nil
 }
 
 func TestFieldsBounded(t *testing.T) {

@@ -119,22 +119,22 @@ func (c *Client) Machine(ctx context.Context, kind string) (*statemachine.Machin
 }
 
 // Get returns the document of kind and key.
-func (c *Client) Get(ctx context.Context, kind, key string) (Object, error) {
+func (c *Client) Get(ctx context.Context, kind, key string) (View, error) {
 	d, err := c.b.Get(ctx, kind, key)
 	if err != nil {
-		return Object{}, fmt.Errorf("oncall: %s %q: %w", kind, key, err)
+		return View{}, fmt.Errorf("oncall: %s %q: %w", kind, key, err)
 	}
 	return Decode(d)
 }
 
 // List returns the documents of kind that opts selects, every page of
 // them when opts.Limit is set, in key order.
-func (c *Client) List(ctx context.Context, kind string, opts store.ListOptions) ([]Object, error) {
+func (c *Client) List(ctx context.Context, kind string, opts store.ListOptions) ([]View, error) {
 	docs, err := c.list(ctx, kind, opts)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Object, len(docs))
+	out := make([]View, len(docs))
 	for i, d := range docs {
 		if out[i], err = Decode(d); err != nil {
 			return nil, err
@@ -196,7 +196,7 @@ func (c *Client) served(ctx context.Context, r registry.Entry) (bool, error) {
 // and makes no decision for it until [Client.Resume]. A step running when
 // the hold is written finishes. Pausing a paused document changes nothing.
 func (c *Client) Pause(ctx context.Context, kind, key, reason string) error {
-	return c.act(ctx, kind, key, history.Entry{Name: ActionPause, Reason: reason}, func(o *Object, st map[string]json.RawMessage) (bool, error) {
+	return c.act(ctx, kind, key, history.Entry{Name: ActionPause, Reason: reason}, func(o *View, st map[string]json.RawMessage) (bool, error) {
 		if o.Paused != nil {
 			return false, nil
 		}
@@ -208,7 +208,7 @@ func (c *Client) Pause(ctx context.Context, kind, key, reason string) error {
 // key; its controller reconciles it at once. Resuming a document that is
 // not paused changes nothing.
 func (c *Client) Resume(ctx context.Context, kind, key string) error {
-	return c.act(ctx, kind, key, history.Entry{Name: ActionResume}, func(o *Object, st map[string]json.RawMessage) (bool, error) {
+	return c.act(ctx, kind, key, history.Entry{Name: ActionResume}, func(o *View, st map[string]json.RawMessage) (bool, error) {
 		if o.Paused == nil {
 			return false, nil
 		}
@@ -222,7 +222,7 @@ func (c *Client) Resume(ctx context.Context, kind, key string) error {
 // phase, to begin its failed operation again from its checkpoint (see
 // statemachine.VerbRetry).
 func (c *Client) Retry(ctx context.Context, kind, key string) (statemachine.Command, error) {
-	return c.command(ctx, kind, key, statemachine.Command{Verb: statemachine.VerbRetry}, func(m *statemachine.Machine[string, string], o Object) error {
+	return c.command(ctx, kind, key, statemachine.Command{Verb: statemachine.VerbRetry}, func(m *statemachine.Machine[string, string], o View) error {
 		if _, failed := o.FailedStep(m); !failed && !o.InFault(m) {
 			return errors.New("nothing to retry: no step is failing and the document is not in Fault")
 		}
@@ -233,7 +233,7 @@ func (c *Client) Retry(ctx context.Context, kind, key string) (statemachine.Comm
 // Skip asks the controller of the document of kind and key to count step,
 // the step that failed, as done and go on (see statemachine.VerbSkip).
 func (c *Client) Skip(ctx context.Context, kind, key, step string) (statemachine.Command, error) {
-	return c.command(ctx, kind, key, statemachine.Command{Verb: statemachine.VerbSkip, Step: step}, func(m *statemachine.Machine[string, string], o Object) error {
+	return c.command(ctx, kind, key, statemachine.Command{Verb: statemachine.VerbSkip, Step: step}, func(m *statemachine.Machine[string, string], o View) error {
 		failed, ok := o.FailedStep(m)
 		switch {
 		case !slices.Contains(m.Steps(), step):
@@ -251,13 +251,13 @@ func (c *Client) Skip(ctx context.Context, kind, key, step string) (statemachine
 // phase, to move it to phase, a phase of its machine that is not
 // transitional (see statemachine.VerbMove).
 func (c *Client) Move(ctx context.Context, kind, key, phase string) (statemachine.Command, error) {
-	return c.command(ctx, kind, key, statemachine.Command{Verb: statemachine.VerbMove, Phase: phase}, func(m *statemachine.Machine[string, string], o Object) error {
+	return c.command(ctx, kind, key, statemachine.Command{Verb: statemachine.VerbMove, Phase: phase}, func(m *statemachine.Machine[string, string], o View) error {
 		ps, ok := m.Spec(phase)
 		switch {
 		case !ok:
 			return fmt.Errorf("the machine has no phase %q", phase)
-		case ps.Kind == statemachine.Transitional || ps.Kind == statemachine.Fault:
-			return fmt.Errorf("phase %q is %v: a move goes to a resting or terminal phase", phase, ps.Kind)
+		case ps.Type == statemachine.Transitional || ps.Type == statemachine.Fault:
+			return fmt.Errorf("phase %q is %v: a move goes to a resting or terminal phase", phase, ps.Type)
 		case !o.InFault(m):
 			return fmt.Errorf("the document is in %s, not in Fault", o.Phase)
 		}
@@ -268,7 +268,7 @@ func (c *Client) Move(ctx context.Context, kind, key, phase string) (statemachin
 // Request asks the controller of the document of kind and key to serve
 // the machine's one-shot request name once (see statemachine.VerbRequest).
 func (c *Client) Request(ctx context.Context, kind, key, name string) (statemachine.Command, error) {
-	return c.command(ctx, kind, key, statemachine.Command{Verb: statemachine.VerbRequest, Request: name}, func(m *statemachine.Machine[string, string], _ Object) error {
+	return c.command(ctx, kind, key, statemachine.Command{Verb: statemachine.VerbRequest, Request: name}, func(m *statemachine.Machine[string, string], _ View) error {
 		if !slices.Contains(m.Requests(), name) {
 			return fmt.Errorf("the machine declares no request %q", name)
 		}
@@ -340,7 +340,7 @@ func (c *Client) Wait(ctx context.Context, kind, key, id string) (history.Entry,
 	hctx, cancel := context.WithTimeout(ctx, historyWait)
 	defer cancel()
 	var found history.Entry
-	err = c.watch(hctx, history.Kind(kind), key, func(d store.Document) (bool, error) {
+	err = c.watch(hctx, history.KindOf(kind), key, func(d store.Document) (bool, error) {
 		entries, err := c.History(ctx, kind, key)
 		i := slices.IndexFunc(entries, func(e history.Entry) bool {
 			return e.Command == id && (e.Outcome == OutcomeApplied || e.Outcome == OutcomeRefused)
@@ -397,7 +397,7 @@ func (c *Client) next(ctx context.Context, w store.Watch, key string) error {
 
 // command checks cmd against the document's machine with check and
 // appends it to the document's pending commands.
-func (c *Client) command(ctx context.Context, kind, key string, cmd statemachine.Command, check func(*statemachine.Machine[string, string], Object) error) (statemachine.Command, error) {
+func (c *Client) command(ctx context.Context, kind, key string, cmd statemachine.Command, check func(*statemachine.Machine[string, string], View) error) (statemachine.Command, error) {
 	if err := c.canAct(); err != nil {
 		return statemachine.Command{}, err
 	}
@@ -410,7 +410,7 @@ func (c *Client) command(ctx context.Context, kind, key string, cmd statemachine
 	if cmd.Request != "" {
 		entry.Reason = "request " + cmd.Request
 	}
-	err = c.act(ctx, kind, key, entry, func(o *Object, st map[string]json.RawMessage) (bool, error) {
+	err = c.act(ctx, kind, key, entry, func(o *View, st map[string]json.RawMessage) (bool, error) {
 		if err := check(m, *o); err != nil {
 			return false, fmt.Errorf("%w: %s %q: %w", ErrInvalidAction, kind, key, err)
 		}
@@ -425,7 +425,7 @@ func (c *Client) command(ctx context.Context, kind, key string, cmd statemachine
 
 // commandID returns an id for a new command of o, unique among its
 // commands: its revision and time, so that ids grow.
-func commandID(o *Object, at time.Time) string {
+func commandID(o *View, at time.Time) string {
 	return strconv.FormatInt(o.Meta.Revision, 10) + "-" + strconv.FormatInt(at.UnixNano(), 36)
 }
 
@@ -433,7 +433,7 @@ func commandID(o *Object, at time.Time) string {
 // writes it, conditional on the revision read, trying again when another
 // writer came first; when edit changed something it records e, completed
 // by each of fix, in the document's history.
-func (c *Client) act(ctx context.Context, kind, key string, e history.Entry, edit func(*Object, map[string]json.RawMessage) (bool, error), fix ...func(*history.Entry)) error {
+func (c *Client) act(ctx context.Context, kind, key string, e history.Entry, edit func(*View, map[string]json.RawMessage) (bool, error), fix ...func(*history.Entry)) error {
 	if err := c.canAct(); err != nil {
 		return err
 	}

@@ -33,19 +33,19 @@ func bucketMachine() sm.Definition[string, string] {
 		States:  []string{"Present", "Absent"},
 		Initial: "Creating",
 		Phases: []sm.PhaseSpec[string]{
-			{Phase: "Creating", Kind: sm.Transitional, Steps: []string{"allocate", "tag"}, Then: "Ready", Completion: []sm.Require{sm.Is("bucket_present")}},
+			{Phase: "Creating", Type: sm.Transitional, Steps: []string{"allocate", "tag"}, Then: "Ready", Completion: []sm.Require{sm.Is("bucket_present")}},
 			{Phase: "Ready"},
-			{Phase: "Resizing", Kind: sm.Transitional, Steps: []string{"grow"}, Then: "Ready", Completion: []sm.Require{sm.Is("bucket_present")}},
-			{Phase: "Deleting", Kind: sm.Transitional, NoReturn: true, Steps: []string{"drain"}, Then: "Gone", Completion: []sm.Require{sm.Not("bucket_present")}},
-			{Phase: "Gone", Kind: sm.Terminal},
-			{Phase: "Failed", Kind: sm.Fault},
+			{Phase: "Resizing", Type: sm.Transitional, Steps: []string{"grow"}, Then: "Ready", Completion: []sm.Require{sm.Is("bucket_present")}},
+			{Phase: "Deleting", Type: sm.Transitional, NoReturn: true, Steps: []string{"drain"}, Then: "Gone", Completion: []sm.Require{sm.Not("bucket_present")}},
+			{Phase: "Gone", Type: sm.Terminal},
+			{Phase: "Failed", Type: sm.Fault},
 		},
 		Settled: []sm.Settle[string, string]{{State: "Present", Phase: "Ready"}, {State: "Absent", Phase: "Gone", Final: true}},
 		Rules: []sm.Rule[string, string]{
 			{State: "Absent", Phase: "Ready", Begin: "Deleting"},
 			{State: "Absent", Phase: "Failed", Begin: "Deleting"},
 		},
-		Refusals: []sm.Refusal[string, string]{{States: []string{"Present"}, Phases: []string{"Deleting", "Gone"}, Reason: "a bucket being deleted stays deleted"}},
+		Refusals: []sm.RefusalRule[string, string]{{States: []string{"Present"}, Phases: []string{"Deleting", "Gone"}, Reason: "a bucket being deleted stays deleted"}},
 		Requests: []sm.RequestRule[string]{{Name: "resize", Serve: []sm.Edge[string]{{From: "Ready", To: "Resizing"}}}},
 	}
 }
@@ -429,7 +429,7 @@ func TestStuck(t *testing.T) {
 			{failing(), "failing: step tag, attempt 3: quota exceeded"},
 			{faulted(), "fault: terminal: region closed"},
 			{sm.Status[string, string]{Phase: "Ready", Target: "Present", Paused: &sm.Pause{By: "bob", Reason: "disk"}}, "paused by bob: disk"},
-			{sm.Status[string, string]{Phase: "Gone", Target: "Absent", Refused: &sm.RefusedIntent[string]{Intent: "Present", Reason: "stays deleted"}}, "refused: intent Present: stays deleted"},
+			{sm.Status[string, string]{Phase: "Gone", Target: "Absent", Refused: &sm.Refusal[string]{Intent: "Present", Reason: "stays deleted"}}, "refused: intent Present: stays deleted"},
 			{sm.Status[string, string]{Phase: "Resizing", Target: "Present", Since: now.Add(-2 * sm.DefaultDeadline),
 				Operation: &sm.Operation[string]{ID: "o", Phase: "Resizing", From: "Ready"}}, "past deadline"},
 		} {

@@ -11,10 +11,10 @@ import (
 	"github.com/tendhq/tend/store"
 )
 
-// Object is a document as an operator sees it: its meta, the machine's
+// View is a document as an operator sees it: its meta, the machine's
 // part of its status with states and phases as text, and its spec and
 // status as stored.
-type Object struct {
+type View struct {
 	Meta store.Meta
 	// State is the intent the machine serves (status.target) and Phase the
 	// document's progress (status.phase), as their String forms. Both are
@@ -24,7 +24,7 @@ type Object struct {
 	Since      time.Time
 	Operation  *statemachine.Operation[string]
 	Failure    *statemachine.Failure[string]
-	Refused    *statemachine.RefusedIntent[string]
+	Refused    *statemachine.Refusal[string]
 	Conditions []statemachine.Condition
 	Paused     *statemachine.Pause
 	Commands   []statemachine.Command
@@ -41,8 +41,8 @@ var statePaths = [][]string{
 
 // Decode returns the document d as an Object. States and phases a user's
 // type writes as JSON numbers become their decimal text.
-func Decode(d store.Document) (Object, error) {
-	o := Object{Meta: d.Meta, Spec: d.Spec, Status: d.Status}
+func Decode(d store.Document) (View, error) {
+	o := View{Meta: d.Meta, Spec: d.Spec, Status: d.Status}
 	if len(bytes.TrimSpace(d.Status)) == 0 {
 		return o, nil
 	}
@@ -53,14 +53,14 @@ func Decode(d store.Document) (Object, error) {
 		dec := json.NewDecoder(bytes.NewReader(d.Status))
 		dec.UseNumber()
 		if dec.Decode(&raw) != nil {
-			return Object{}, fmt.Errorf("oncall: the status of %s %q: %w", d.Meta.Kind, d.Meta.Key, err)
+			return View{}, fmt.Errorf("oncall: the status of %s %q: %w", d.Meta.Kind, d.Meta.Key, err)
 		}
 		for _, p := range statePaths {
 			textAt(raw, p)
 		}
 		b, _ := json.Marshal(raw)
 		if err := json.Unmarshal(b, &st); err != nil {
-			return Object{}, fmt.Errorf("oncall: the status of %s %q: %w", d.Meta.Kind, d.Meta.Key, err)
+			return View{}, fmt.Errorf("oncall: the status of %s %q: %w", d.Meta.Kind, d.Meta.Key, err)
 		}
 	}
 	o.State, o.Phase, o.Since = st.Target, st.Phase, st.Since
@@ -84,15 +84,15 @@ func textAt(v map[string]any, path []string) {
 }
 
 // InFault reports whether o is in the Fault phase of m.
-func (o Object) InFault(m *statemachine.Machine[string, string]) bool {
+func (o View) InFault(m *statemachine.Machine[string, string]) bool {
 	ps, ok := m.Spec(o.Phase)
-	return ok && ps.Kind == statemachine.Fault
+	return ok && ps.Type == statemachine.Fault
 }
 
 // FailedStep returns the step that failed last and whether one did: in
 // the Fault phase, the step of the failure; in an operation, the step it is
 // at when that step has failed attempts.
-func (o Object) FailedStep(m *statemachine.Machine[string, string]) (string, bool) {
+func (o View) FailedStep(m *statemachine.Machine[string, string]) (string, bool) {
 	if o.InFault(m) {
 		if o.Failure != nil && o.Failure.Step != "" {
 			return o.Failure.Step, true
@@ -117,7 +117,7 @@ func (o Object) FailedStep(m *statemachine.Machine[string, string]) (string, boo
 // Stuck returns why o needs an operator's eye at now, by the machine m:
 // paused, failing, refused, in Fault, past its deadline. None means it is
 // not stuck.
-func (o Object) Stuck(m *statemachine.Machine[string, string], now time.Time) []string {
+func (o View) Stuck(m *statemachine.Machine[string, string], now time.Time) []string {
 	var why []string
 	if p := o.Paused; p != nil {
 		why = append(why, fmt.Sprintf("paused by %s: %s", p.By, p.Reason))
@@ -135,7 +135,7 @@ func (o Object) Stuck(m *statemachine.Machine[string, string], now time.Time) []
 			why = append(why, "fault")
 		}
 	}
-	if ps, ok := m.Spec(o.Phase); ok && ps.Kind == statemachine.Transitional && o.State != "" {
+	if ps, ok := m.Spec(o.Phase); ok && ps.Type == statemachine.Transitional && o.State != "" {
 		st := statemachine.Status[string, string]{Phase: o.Phase, Target: o.State, Since: o.Since, Operation: o.Operation, Conditions: o.Conditions}
 		if d, err := m.Decide(o.State, st, now); err == nil && !d.Deadline.IsZero() && now.After(d.Deadline) {
 			why = append(why, fmt.Sprintf("past deadline: %s since %s", o.Phase, d.Deadline.UTC().Format(time.RFC3339)))

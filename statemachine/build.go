@@ -145,7 +145,7 @@ func (b *builder[S, P]) declare(def Definition[S, P]) {
 
 func (b *builder[S, P]) checkPhase(i int, ps PhaseSpec[P]) {
 	var zero P
-	switch ps.Kind {
+	switch ps.Type {
 	case Resting, Terminal:
 	case Fault:
 		if b.m.failure >= 0 {
@@ -192,11 +192,11 @@ func (b *builder[S, P]) checkPhase(i int, ps PhaseSpec[P]) {
 		}
 		return
 	default:
-		b.phaseErr(ps.Phase, ErrInvalid, "unknown phase kind %v", ps.Kind)
+		b.phaseErr(ps.Phase, ErrInvalid, "unknown phase type %v", ps.Type)
 		return
 	}
 	if len(ps.Steps) > 0 || len(ps.Completion) > 0 || ps.Then != zero || ps.FailTo != zero || ps.Unbounded || ps.Bounds != (Bounds{}) {
-		b.phaseErr(ps.Phase, ErrInvalid, "%s phase declares steps, a completion, Then, FailTo or bounds; only transitional phases do", ps.Kind)
+		b.phaseErr(ps.Phase, ErrInvalid, "%s phase declares steps, a completion, Then, FailTo or bounds; only transitional phases do", ps.Type)
 	}
 	b.checkHealth(ps)
 }
@@ -207,8 +207,8 @@ func (b *builder[S, P]) checkHealth(ps PhaseSpec[P]) {
 	switch {
 	case len(ps.Health) == 0 && ps.Repair == zero && ps.HealthEvery == 0:
 		return
-	case ps.Kind != Resting:
-		b.phaseErr(ps.Phase, ErrInvalid, "%s phase declares health; only resting phases do", ps.Kind)
+	case ps.Type != Resting:
+		b.phaseErr(ps.Phase, ErrInvalid, "%s phase declares health; only resting phases do", ps.Type)
 	case len(ps.Health) == 0 || ps.Repair == zero:
 		b.phaseErr(ps.Phase, ErrIncomplete, "health needs both conditions and a Repair phase")
 	case ps.HealthEvery < 0:
@@ -233,7 +233,7 @@ func (b *builder[S, P]) bound(def Definition[S, P]) {
 	}
 	for i, ps := range m.phases {
 		m.failTo[i] = m.failure
-		if ps.Kind != Transitional {
+		if ps.Type != Transitional {
 			continue
 		}
 		if negative(ps.Bounds) {
@@ -279,7 +279,7 @@ func (b *builder[S, P]) known(s S, p P, what string) bool {
 	return sok && pok
 }
 
-func (b *builder[S, P]) kind(p P) PhaseKind { return b.m.phases[b.m.phaseIx[p]].Kind }
+func (b *builder[S, P]) kind(p P) PhaseType { return b.m.phases[b.m.phaseIx[p]].Type }
 
 // tables records settled pairs, rules, unreachable pairs and cycles.
 func (b *builder[S, P]) tables(def Definition[S, P]) {
@@ -406,9 +406,9 @@ func (b *builder[S, P]) optional(def Definition[S, P]) {
 		switch {
 		case !fok || !tok:
 			b.phaseErr(from, ErrUnknownPhase, "%s names an undeclared phase (%v → %v)", what, from, to)
-		case m.phases[fi].Kind != Resting:
+		case m.phases[fi].Type != Resting:
 			b.phaseErr(from, ErrInvalid, "%s from %v, which is not resting", what, from)
-		case m.phases[ti].Kind != Transitional:
+		case m.phases[ti].Type != Transitional:
 			b.phaseErr(from, ErrInvalid, "%s begins %v, which is not transitional", what, to)
 		}
 	}
@@ -441,7 +441,7 @@ func (b *builder[S, P]) optional(def Definition[S, P]) {
 			switch i, ok := m.phaseIx[p]; {
 			case !ok:
 				b.phaseErr(p, ErrUnknownPhase, "request %s names an undeclared phase", r.Name)
-			case m.phases[i].Kind != Resting:
+			case m.phases[i].Type != Resting:
 				b.phaseErr(p, ErrInvalid, "request %s names %v, which is not resting", r.Name, p)
 			case seen[p]:
 				b.phaseErr(p, ErrContradiction, "request %s is served, moot or refused there twice", r.Name)
@@ -493,7 +493,7 @@ func (b *builder[S, P]) graph() {
 				add(i, m.phaseIx[r.Begin], ruleEdge, m.stateIx[r.State])
 			}
 		}
-		if ps.Kind != Transitional {
+		if ps.Type != Transitional {
 			continue
 		}
 		add(i, m.phaseIx[ps.Then], completionEdge, -1)
@@ -632,9 +632,9 @@ func (b *builder[S, P]) coverage() {
 				continue
 			}
 			switch {
-			case ps.Kind == Terminal:
+			case ps.Type == Terminal:
 				b.pairErr(s, ps.Phase, ErrUncovered, "terminal phase, but the pair is not settled or declared refused")
-			case ps.Kind == Resting:
+			case ps.Type == Resting:
 				b.pairErr(s, ps.Phase, ErrUncovered, "no settled pair, rule or refusal covers it; an object here would be stuck")
 			case pi == m.failure && si == m.final:
 				b.pairErr(s, ps.Phase, ErrUncovered, "the final intent has no rule in the fault phase: a failed object could never end its life; add a rule or declare the pair refused")
@@ -700,7 +700,7 @@ func (b *builder[S, P]) next(si, pi int) ([]step, string) {
 		}
 		return out, ""
 	}
-	if ps.Kind == Transitional {
+	if ps.Type == Transitional {
 		out := []step{{m.phaseIx[ps.Then], false}}
 		if f := m.failTo[pi]; f >= 0 {
 			out = append(out, step{f, true})

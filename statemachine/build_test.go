@@ -71,7 +71,7 @@ func TestNewRejects(t *testing.T) {
 		{"duplicate state", func(d *def) { d.States = append(d.States, "On") }, []named{{state: "On", err: statemachine.ErrDuplicate}}},
 		{"duplicate phase", func(d *def) { d.Phases = append(d.Phases, statemachine.PhaseSpec[string]{Phase: "Lit"}) }, []named{{phase: "Lit", err: statemachine.ErrDuplicate}}},
 		{"unknown initial phase", func(d *def) { d.Initial = "Dusk" }, []named{{phase: "Dusk", err: statemachine.ErrUnknownPhase}}},
-		{"unknown phase kind", func(d *def) { d.Phases[0].Kind = 9 }, []named{{phase: "Dark", err: statemachine.ErrInvalid}}},
+		{"unknown phase type", func(d *def) { d.Phases[0].Type = 9 }, []named{{phase: "Dark", err: statemachine.ErrInvalid}}},
 		{"rule with unknown state", func(d *def) {
 			d.Rules = append(d.Rules, statemachine.Rule[string, string]{State: "Blink", Phase: "Dark", Begin: "Brightening"})
 		},
@@ -116,7 +116,7 @@ func TestNewRejects(t *testing.T) {
 			d.Unreachable = append(d.Unreachable, statemachine.Pair[string, string]{State: "On", Phase: "Brightening"})
 		}, []named{{"On", "Brightening", statemachine.ErrInvalid}}},
 		{"rule beginning a resting phase", func(d *def) { d.Rules[0].Begin = "Lit" }, []named{{"On", "Dark", statemachine.ErrInvalid}}},
-		{"rule leaving a terminal phase", func(d *def) { d.Phases[2].Kind = statemachine.Terminal }, []named{{"Off", "Lit", statemachine.ErrTerminalExit}}},
+		{"rule leaving a terminal phase", func(d *def) { d.Phases[2].Type = statemachine.Terminal }, []named{{"Off", "Lit", statemachine.ErrTerminalExit}}},
 		{"transitional without steps", func(d *def) { d.Phases[1].Steps = nil }, []named{{phase: "Brightening", err: statemachine.ErrIncomplete}}},
 		{"transitional without completion", func(d *def) { d.Phases[1].Completion = nil }, []named{{phase: "Brightening", err: statemachine.ErrIncomplete}}},
 		{"transitional completing into an undeclared phase", func(d *def) { d.Phases[1].Then = "Glowing" }, []named{{phase: "Brightening", err: statemachine.ErrIncomplete}}},
@@ -128,7 +128,7 @@ func TestNewRejects(t *testing.T) {
 		{"unnamed condition", func(d *def) { d.Phases[1].Completion = []statemachine.Require{statemachine.Is("")} }, []named{{phase: "Brightening", err: statemachine.ErrInvalid}}},
 		{"steps on a resting phase", func(d *def) { d.Phases[0].Steps = []string{"wait"} }, []named{{phase: "Dark", err: statemachine.ErrInvalid}}},
 		{"two fault phases", func(d *def) {
-			d.Phases = append(d.Phases, statemachine.PhaseSpec[string]{Phase: "Broken", Kind: statemachine.Fault}, statemachine.PhaseSpec[string]{Phase: "Fused", Kind: statemachine.Fault})
+			d.Phases = append(d.Phases, statemachine.PhaseSpec[string]{Phase: "Broken", Type: statemachine.Fault}, statemachine.PhaseSpec[string]{Phase: "Fused", Type: statemachine.Fault})
 		}, []named{{phase: "Fused", err: statemachine.ErrDuplicate}}},
 		{"health on a transitional phase", func(d *def) {
 			d.Phases[1].Health, d.Phases[1].Repair = []statemachine.Require{statemachine.Is("lit")}, "Dimming"
@@ -265,12 +265,12 @@ func TestNewProperty(t *testing.T) {
 		d := def{Name: "random", States: states, Initial: pick("initial", phases)}
 		var transitional []string
 		for _, p := range phases {
-			ps := statemachine.PhaseSpec[string]{Phase: p, Kind: statemachine.PhaseKind(rapid.IntRange(0, 3).Draw(t, "kind")),
+			ps := statemachine.PhaseSpec[string]{Phase: p, Type: statemachine.PhaseType(rapid.IntRange(0, 3).Draw(t, "kind")),
 				NoReturn: rapid.IntRange(0, 3).Draw(t, "noReturn") == 0}
 			if rapid.IntRange(0, 2).Draw(t, "transitional") == 0 {
-				ps.Kind = statemachine.Transitional
+				ps.Type = statemachine.Transitional
 			}
-			if ps.Kind == statemachine.Transitional {
+			if ps.Type == statemachine.Transitional {
 				ps.Steps = []string{"s1", "s2"}[:rapid.IntRange(1, 2).Draw(t, "steps")]
 				ps.Completion = []statemachine.Require{statemachine.Is("c_" + p)}
 				ps.Then = pick("then", phases)
@@ -281,7 +281,7 @@ func TestNewProperty(t *testing.T) {
 		// Mostly cover each pair of a non-transitional phase once; sometimes not,
 		// sometimes twice.
 		for _, ps := range d.Phases {
-			if ps.Kind == statemachine.Transitional {
+			if ps.Type == statemachine.Transitional {
 				continue
 			}
 			for _, st := range states {
@@ -371,8 +371,8 @@ func TestNewProperty(t *testing.T) {
 func TestDeclaredUnreachableFaultPairIsAHole(t *testing.T) {
 	d := def{Name: "m", States: []string{"A"}, Initial: "p1",
 		Phases: []statemachine.PhaseSpec[string]{
-			{Phase: "p0", Kind: statemachine.Fault},
-			{Phase: "p1", Kind: statemachine.Transitional, Steps: []string{"s1"},
+			{Phase: "p0", Type: statemachine.Fault},
+			{Phase: "p1", Type: statemachine.Transitional, Steps: []string{"s1"},
 				Completion: []statemachine.Require{statemachine.Is("c")}, Then: "p0"},
 		},
 		Unreachable: []statemachine.Pair[string, string]{{State: "A", Phase: "p0"}},

@@ -165,7 +165,7 @@ func (m *Machine[S, P]) skip(intent S, out *Status[S, P], now time.Time, o *Comm
 func (m *Machine[S, P]) failing(out Status[S, P]) (*Operation[P], string, bool) {
 	pi, ok := m.phaseIx[out.Phase]
 	op := out.Operation
-	if !ok || m.phases[pi].Kind != Transitional || op == nil || op.Phase != out.Phase || op.Attempts == 0 {
+	if !ok || m.phases[pi].Type != Transitional || op == nil || op.Phase != out.Phase || op.Attempts == 0 {
 		return nil, "", false
 	}
 	step, ok := nextStep(m.phases[pi].Steps, op.Done)
@@ -184,7 +184,7 @@ func (m *Machine[S, P]) resumable(intent S, out Status[S, P], now time.Time) str
 		return fmt.Sprintf("nothing to retry in %v: no failure recorded", out.Phase)
 	}
 	fi, ok := m.phaseIx[out.Failure.Operation.Phase]
-	if !ok || m.phases[fi].Kind != Transitional {
+	if !ok || m.phases[fi].Type != Transitional {
 		return fmt.Sprintf("the failed operation's phase %v is not a transitional phase of the machine", out.Failure.Operation.Phase)
 	}
 	d, err := m.Decide(intent, out, now)
@@ -231,7 +231,7 @@ func (m *Machine[S, P]) move(intent S, out *Status[S, P], now time.Time, to stri
 		return fmt.Sprintf("%q is not a phase of the machine", to)
 	case ti == m.failure:
 		return fmt.Sprintf("the object is in %v already", out.Phase)
-	case m.phases[ti].Kind == Transitional:
+	case m.phases[ti].Type == Transitional:
 		return fmt.Sprintf("%v is transitional: an operation is begun by the machine, not moved into", m.phases[ti].Phase)
 	}
 	target := m.phases[ti].Phase

@@ -202,11 +202,11 @@ func TestApplyCommandsProperties(t *testing.T) {
 		}
 		var transitional []string
 		for _, p := range phases {
-			if ps, _ := m.Spec(p); ps.Kind == statemachine.Transitional {
+			if ps, _ := m.Spec(p); ps.Type == statemachine.Transitional {
 				transitional = append(transitional, p)
 			}
 		}
-		if ps, _ := m.Spec(st.Phase); ps.Kind == statemachine.Transitional {
+		if ps, _ := m.Spec(st.Phase); ps.Type == statemachine.Transitional {
 			op := operation("op-now", st.Phase)
 			st.Operation = &op
 		}

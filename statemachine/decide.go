@@ -118,7 +118,7 @@ type Decision[S, P comparable] struct {
 	// [ErrIntentRefused] and names the phase and the reason). The decision
 	// then serves the status's Target; Apply records the refusal in
 	// Status.Refused.
-	Refused *IntentRefusedError[S, P]
+	Refused *RefusalError[S, P]
 }
 
 // NeedsOperationID reports whether applying d may begin an operation, so
@@ -139,7 +139,7 @@ func (m *Machine[S, P]) NeedsOperationID(d Decision[S, P]) bool {
 		return false
 	}
 	i, ok := m.phaseIx[target]
-	return ok && m.phases[i].Kind == Transitional
+	return ok && m.phases[i].Type == Transitional
 }
 
 // Outcome is the result of running one step.
@@ -216,7 +216,7 @@ type Report struct {
 // other phase it returns Nothing for a settled pair, Begin for a ruled one
 // and Hold in the Fault phase.
 //
-// An intent the machine declares refused in st.Phase (see [Refusal]) is not
+// An intent the machine declares refused in st.Phase (see [RefusalRule]) is not
 // acted on: the decision serves st.Target and Decision.Refused reports the
 // refusal. Decide returns an error only when it cannot decide: an unknown
 // state or phase, a pair declared unreachable, or a refused intent whose
@@ -228,14 +228,14 @@ func (m *Machine[S, P]) Decide(intent S, st Status[S, P], now time.Time) (Decisi
 	}
 	d := Decision[S, P]{Intent: intent, Phase: st.Phase}
 	if reason, ok := m.refused[Pair[S, P]{intent, st.Phase}]; ok {
-		d.Refused = &IntentRefusedError[S, P]{Machine: m.name, Intent: intent, Phase: st.Phase, Reason: reason}
+		d.Refused = &RefusalError[S, P]{Machine: m.name, Intent: intent, Phase: st.Phase, Reason: reason}
 		if _, known := m.stateIx[st.Target]; !known || hasKey(m.refused, Pair[S, P]{st.Target, st.Phase}) {
 			return Decision[S, P]{}, d.Refused
 		}
 		d.Intent = st.Target
 	}
 	ps := m.phases[pi]
-	if ps.Kind == Transitional {
+	if ps.Type == Transitional {
 		op := st.Operation
 		if op == nil || op.Phase != ps.Phase {
 			d.Action, d.Next = Begin, ps.Phase
@@ -472,7 +472,7 @@ func (m *Machine[S, P]) Apply(st Status[S, P], d Decision[S, P], r Report) (Stat
 	out := st
 	out.Refused = nil
 	if d.Refused != nil {
-		out.Refused = &RefusedIntent[S]{Intent: d.Refused.Intent, Reason: d.Refused.Reason}
+		out.Refused = &Refusal[S]{Intent: d.Refused.Intent, Reason: d.Refused.Reason}
 	}
 	switch d.Action {
 	case Nothing:
@@ -571,7 +571,7 @@ func (m *Machine[S, P]) enter(out *Status[S, P], st Status[S, P], next P, r Repo
 		return &PhaseError[P]{Machine: m.name, Phase: next, Err: ErrUnknownPhase, Detail: "decision names an undeclared phase"}
 	}
 	out.Phase, out.Operation = next, nil
-	if m.phases[ni].Kind != Transitional {
+	if m.phases[ni].Type != Transitional {
 		return nil
 	}
 	if f := st.Failure; f != nil && f.Operation.Phase == next {
@@ -599,7 +599,7 @@ func (m *Machine[S, P]) fail(out Status[S, P], step string, cause Cause, reason 
 	from := out.Phase
 	out.Failure = &Failure[P]{Operation: *out.Operation, Step: step, Cause: cause, Reason: reason, At: r.Now}
 	out.Phase, out.Operation = m.phases[target].Phase, nil
-	if m.phases[target].Kind == Transitional {
+	if m.phases[target].Type == Transitional {
 		if r.OperationID == "" {
 			return out, fmt.Errorf("%w: failing to %v", ErrMissingID, out.Phase)
 		}

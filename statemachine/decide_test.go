@@ -92,7 +92,7 @@ func TestDecideErrors(t *testing.T) {
 	un := mustNew(t, statemachine.Definition[string, string]{
 		Name: "Seeded", States: []string{"A", "B"}, Initial: "Init",
 		Phases: []statemachine.PhaseSpec[string]{{Phase: "Init"},
-			{Phase: "Go", Kind: statemachine.Transitional, Unbounded: true, Steps: []string{"go"}, Completion: []statemachine.Require{statemachine.Is("gone")}, Then: "Done"},
+			{Phase: "Go", Type: statemachine.Transitional, Unbounded: true, Steps: []string{"go"}, Completion: []statemachine.Require{statemachine.Is("gone")}, Then: "Done"},
 			{Phase: "Done"}},
 		Settled:     []statemachine.Settle[string, string]{{State: "A", Phase: "Done"}, {State: "B", Phase: "Done"}},
 		Rules:       []statemachine.Rule[string, string]{{State: "A", Phase: "Init", Begin: "Go"}},
@@ -117,9 +117,9 @@ func TestDecideErrors(t *testing.T) {
 			}
 		})
 	}
-	var re *statemachine.IntentRefusedError[State, Phase]
+	var re *statemachine.RefusalError[State, Phase]
 	if err := g.Admit(Stopped, Deleting); !errors.As(err, &re) || re.Phase != Deleting || re.Intent != Stopped {
-		t.Fatalf("Admit(Stopped, Deleting) = %v, want an IntentRefusedError naming Deleting", err)
+		t.Fatalf("Admit(Stopped, Deleting) = %v, want a RefusalError naming Deleting", err)
 	}
 	if err := un.Admit("B", "Init"); !errors.Is(err, statemachine.ErrIntentRefused) {
 		t.Fatalf("Admit(B, Init) = %v, want a refusal of a pair declared unreachable", err)

@@ -5,13 +5,13 @@ import (
 	"time"
 )
 
-// PhaseKind says how a machine treats a phase.
-type PhaseKind int
+// PhaseType says how a machine treats a phase.
+type PhaseType int
 
 const (
 	// Resting phases wait for intent: in them each (State, Phase) pair is settled,
 	// ruled, or declared unreachable. Resting is the zero value.
-	Resting PhaseKind = iota
+	Resting PhaseType = iota
 	// Transitional phases are operations: they run their steps in order, then wait
 	// for their completion requirements and move to their Then phase. An
 	// operation is bounded (see [Bounds]): past its deadline, or when a step
@@ -32,7 +32,7 @@ const (
 )
 
 // String returns the kind's name.
-func (k PhaseKind) String() string {
+func (k PhaseType) String() string {
 	switch k {
 	case Resting:
 		return "resting"
@@ -43,7 +43,7 @@ func (k PhaseKind) String() string {
 	case Fault:
 		return "fault"
 	}
-	return "PhaseKind(" + strconv.Itoa(int(k)) + ")"
+	return "PhaseType(" + strconv.Itoa(int(k)) + ")"
 }
 
 // Definition declares a machine as data. [New] checks it and builds a [Machine].
@@ -64,7 +64,7 @@ type Definition[S, P comparable] struct {
 	// Refusals declare the intents the machine refuses in some phases, each
 	// with the reason users are told. A refusal is only ever declared: a pair
 	// that no rule, settlement or refusal covers does not build.
-	Refusals []Refusal[S, P] `json:"refusals,omitempty"`
+	Refusals []RefusalRule[S, P] `json:"refusals,omitempty"`
 	// Aborts declare which changes of intent stop a running operation at its
 	// next step boundary. Without one, a changed intent waits for the
 	// operation to complete or to run out of its bounds.
@@ -93,8 +93,8 @@ type Definition[S, P comparable] struct {
 type PhaseSpec[P comparable] struct {
 	// Phase is the phase being declared.
 	Phase P `json:"phase"`
-	// Kind says how the phase is treated; the zero value is Resting.
-	Kind PhaseKind `json:"kind,omitempty"`
+	// Type says how the phase is treated; the zero value is Resting.
+	Type PhaseType `json:"kind,omitempty"`
 	// NoReturn marks a point of no return: no path from it may lead back to it,
 	// except through a sanctioned cycle, and an intent that can no longer be
 	// reached from it is refused.
@@ -205,12 +205,12 @@ type Bounds struct {
 	StepTimeout time.Duration `json:"stepTimeout,omitempty"`
 }
 
-// Refusal declares that the machine refuses each of States in each of Phases:
+// RefusalRule declares that the machine refuses each of States in each of Phases:
 // [Machine.Admit] refuses to let such an intent be written, and one written
 // anyway is reported (with Reason) while the machine keeps serving the intent
 // it adopted last. A refused pair counts as an end for the build's liveness
 // check.
-type Refusal[S, P comparable] struct {
+type RefusalRule[S, P comparable] struct {
 	States []S `json:"states,omitempty"`
 	Phases []P `json:"phases,omitempty"`
 	// Reason tells users why; required.

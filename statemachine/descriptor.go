@@ -45,7 +45,7 @@ func (m *Machine[S, P]) Descriptor() Descriptor {
 	}
 	out.Phases = mapAll(d.Phases, func(ps PhaseSpec[P]) PhaseSpec[string] {
 		return PhaseSpec[string]{
-			Phase: str(ps.Phase), Kind: ps.Kind, NoReturn: ps.NoReturn,
+			Phase: str(ps.Phase), Type: ps.Type, NoReturn: ps.NoReturn,
 			Steps: slices.Clone(ps.Steps), Completion: slices.Clone(ps.Completion),
 			Then: opt(ps.Then), Bounds: ps.Bounds, FailTo: opt(ps.FailTo), Unbounded: ps.Unbounded,
 			Health: slices.Clone(ps.Health), Repair: opt(ps.Repair), HealthEvery: ps.HealthEvery,
@@ -57,8 +57,8 @@ func (m *Machine[S, P]) Descriptor() Descriptor {
 	out.Rules = mapAll(d.Rules, func(r Rule[S, P]) Rule[string, string] {
 		return Rule[string, string]{State: fmt.Sprint(r.State), Phase: str(r.Phase), Begin: str(r.Begin)}
 	})
-	out.Refusals = mapAll(d.Refusals, func(r Refusal[S, P]) Refusal[string, string] {
-		return Refusal[string, string]{
+	out.Refusals = mapAll(d.Refusals, func(r RefusalRule[S, P]) RefusalRule[string, string] {
+		return RefusalRule[string, string]{
 			States: mapAll(r.States, func(s S) string { return fmt.Sprint(s) }),
 			Phases: mapAll(r.Phases, str), Reason: r.Reason,
 		}
@@ -109,22 +109,22 @@ func mapAll[T, U any](in []T, f func(T) U) []U {
 	return out
 }
 
-// MarshalText encodes the kind as its name.
-func (k PhaseKind) MarshalText() ([]byte, error) {
+// MarshalText encodes the type as its name.
+func (k PhaseType) MarshalText() ([]byte, error) {
 	switch k {
 	case Resting, Transitional, Terminal, Fault:
 		return []byte(k.String()), nil
 	}
-	return nil, fmt.Errorf("statemachine: unknown phase kind %d", int(k))
+	return nil, fmt.Errorf("statemachine: unknown phase type %d", int(k))
 }
 
-// UnmarshalText decodes a kind from its name.
-func (k *PhaseKind) UnmarshalText(text []byte) error {
-	for _, c := range []PhaseKind{Resting, Transitional, Terminal, Fault} {
+// UnmarshalText decodes a type from its name.
+func (k *PhaseType) UnmarshalText(text []byte) error {
+	for _, c := range []PhaseType{Resting, Transitional, Terminal, Fault} {
 		if string(text) == c.String() {
 			*k = c
 			return nil
 		}
 	}
-	return fmt.Errorf("statemachine: unknown phase kind %q", text)
+	return fmt.Errorf("statemachine: unknown phase type %q", text)
 }

@@ -179,13 +179,13 @@ func enumMachine() statemachine.Definition[enumState, enumPhase] {
 		States:  []enumState{eUp, eGone},
 		Initial: eCreating,
 		Phases: []statemachine.PhaseSpec[enumPhase]{
-			{Phase: eCreating, Kind: T, Steps: []string{"provision"}, Completion: []statemachine.Require{statemachine.Is("ready")},
+			{Phase: eCreating, Type: T, Steps: []string{"provision"}, Completion: []statemachine.Require{statemachine.Is("ready")},
 				Then: eReady, Bounds: statemachine.Bounds{Deadline: time.Minute, MaxAttempts: 3}},
 			{Phase: eReady},
-			{Phase: eDeleting, Kind: T, NoReturn: true, Steps: []string{"remove"}, Completion: []statemachine.Require{statemachine.Not("ready")},
+			{Phase: eDeleting, Type: T, NoReturn: true, Steps: []string{"remove"}, Completion: []statemachine.Require{statemachine.Not("ready")},
 				Then: eDeleted, Unbounded: true},
-			{Phase: eDeleted, Kind: statemachine.Terminal},
-			{Phase: eBroken, Kind: statemachine.Fault},
+			{Phase: eDeleted, Type: statemachine.Terminal},
+			{Phase: eBroken, Type: statemachine.Fault},
 		},
 		Settled: []statemachine.Settle[enumState, enumPhase]{
 			{State: eUp, Phase: eReady},
@@ -195,7 +195,7 @@ func enumMachine() statemachine.Definition[enumState, enumPhase] {
 			{State: eGone, Phase: eReady, Begin: eDeleting},
 			{State: eGone, Phase: eBroken, Begin: eDeleting},
 		},
-		Refusals: []statemachine.Refusal[enumState, enumPhase]{{States: []enumState{eUp}, Phases: []enumPhase{eDeleting, eDeleted}, Reason: "deleted"}},
+		Refusals: []statemachine.RefusalRule[enumState, enumPhase]{{States: []enumState{eUp}, Phases: []enumPhase{eDeleting, eDeleted}, Reason: "deleted"}},
 		Aborts:   []statemachine.AbortRule[enumState, enumPhase]{{State: eGone, Phase: eCreating, To: eDeleting}},
 	}
 }

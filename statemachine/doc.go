@@ -18,7 +18,7 @@
 //   - settled ([Settle]): the intent is reached, nothing to do (Running in Started);
 //   - ruled ([Rule]): the pair begins a transitional phase (Running in Created
 //     begins Starting);
-//   - refused ([Refusal]): the machine cannot honour the intent there, and says
+//   - refused ([RefusalRule]): the machine cannot honour the intent there, and says
 //     why; [Machine.Admit] refuses to write it;
 //   - unreachable: the pair cannot occur; [Machine.Admit] refuses the intent.
 //

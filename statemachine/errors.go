@@ -40,7 +40,7 @@ var (
 	ErrInvalid = errors.New("statemachine: invalid declaration")
 
 	// ErrIntentRefused: the machine declares the intent refused in the phase
-	// the object is in. See [IntentRefusedError].
+	// the object is in. See [RefusalError].
 	ErrIntentRefused = errors.New("statemachine: intent refused")
 	// ErrDeclaredUnreachable: an object is in a pair declared unreachable.
 	ErrDeclaredUnreachable = errors.New("statemachine: pair declared unreachable was reached")
@@ -103,10 +103,10 @@ func (e *StateError[S]) Error() string {
 // Unwrap returns the sentinel.
 func (e *StateError[S]) Unwrap() error { return e.Err }
 
-// IntentRefusedError is returned by [Machine.Admit] (and set in
+// RefusalError is returned by [Machine.Admit] (and set in
 // [Decision.Refused]) when the machine declares an intent refused in Phase.
 // It matches [ErrIntentRefused].
-type IntentRefusedError[S, P comparable] struct {
+type RefusalError[S, P comparable] struct {
 	Machine string
 	Intent  S
 	Phase   P
@@ -118,7 +118,7 @@ type IntentRefusedError[S, P comparable] struct {
 }
 
 // Error names the refused intent, the phase that refuses it and why.
-func (e *IntentRefusedError[S, P]) Error() string {
+func (e *RefusalError[S, P]) Error() string {
 	why := e.Reason
 	if e.Unreachable {
 		why = "the pair is declared unreachable"
@@ -127,4 +127,4 @@ func (e *IntentRefusedError[S, P]) Error() string {
 }
 
 // Is reports whether target is [ErrIntentRefused].
-func (e *IntentRefusedError[S, P]) Is(target error) bool { return target == ErrIntentRefused }
+func (e *RefusalError[S, P]) Is(target error) bool { return target == ErrIntentRefused }

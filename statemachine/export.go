@@ -64,7 +64,7 @@ func (m *Machine[S, P]) DOT() string {
 		if ps.NoReturn {
 			attrs += ", peripheries=2"
 		}
-		if ps.Kind == Terminal {
+		if ps.Type == Terminal {
 			attrs += ", style=\"rounded,bold\""
 		}
 		fmt.Fprintf(&b, "\t%s [%s];\n", dotQuote(fmt.Sprint(ps.Phase)), attrs)

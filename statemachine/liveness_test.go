@@ -20,13 +20,13 @@ func certificate() def {
 		States:  []string{"Active", "Revoke", "Deleted"},
 		Initial: "Issuing",
 		Phases: []statemachine.PhaseSpec[string]{
-			{Phase: "Issuing", Kind: T, Steps: []string{"issue"}, Completion: []statemachine.Require{is("issued")}, Then: "Issued"},
+			{Phase: "Issuing", Type: T, Steps: []string{"issue"}, Completion: []statemachine.Require{is("issued")}, Then: "Issued"},
 			{Phase: "Issued"},
-			{Phase: "Revoking", Kind: T, NoReturn: true, Steps: []string{"revoke"}, Completion: []statemachine.Require{is("revoked")}, Then: "Revoked"},
+			{Phase: "Revoking", Type: T, NoReturn: true, Steps: []string{"revoke"}, Completion: []statemachine.Require{is("revoked")}, Then: "Revoked"},
 			{Phase: "Revoked", NoReturn: true},
-			{Phase: "Deleting", Kind: T, Steps: []string{"delete"}, Completion: []statemachine.Require{statemachine.Not("issued")}, Then: "Gone"},
-			{Phase: "Gone", Kind: statemachine.Terminal},
-			{Phase: "Failed", Kind: statemachine.Fault},
+			{Phase: "Deleting", Type: T, Steps: []string{"delete"}, Completion: []statemachine.Require{statemachine.Not("issued")}, Then: "Gone"},
+			{Phase: "Gone", Type: statemachine.Terminal},
+			{Phase: "Failed", Type: statemachine.Fault},
 		},
 		Settled: []statemachine.Settle[string, string]{
 			{State: "Active", Phase: "Issued"},
@@ -39,7 +39,7 @@ func certificate() def {
 			{State: "Deleted", Phase: "Revoked", Begin: "Deleting"},
 			{State: "Deleted", Phase: "Failed", Begin: "Deleting"},
 		},
-		Refusals: []statemachine.Refusal[string, string]{
+		Refusals: []statemachine.RefusalRule[string, string]{
 			{States: []string{"Active"}, Phases: []string{"Revoking", "Revoked"}, Reason: "a revoked certificate stays revoked"},
 			{States: []string{"Active", "Revoke"}, Phases: []string{"Deleting", "Gone"}, Reason: "a deleted certificate is gone"},
 		},
@@ -115,7 +115,7 @@ func TestLivenessHoles(t *testing.T) {
 func TestRefusalIsDeclared(t *testing.T) {
 	m := mustNew(t, certificate())
 	err := m.Admit("Active", "Revoked")
-	var re *statemachine.IntentRefusedError[string, string]
+	var re *statemachine.RefusalError[string, string]
 	if !errors.As(err, &re) || re.Reason != "a revoked certificate stays revoked" || !errors.Is(err, statemachine.ErrIntentRefused) {
 		t.Fatalf("Admit(Active, Revoked) = %v", err)
 	}

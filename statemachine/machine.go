@@ -163,7 +163,7 @@ func (m *Machine[S, P]) Edges() []Edge[P] {
 
 // Admit reports whether an object in phase may be given intent. It returns an
 // error matching [ErrUnknownState] or [ErrUnknownPhase] for values the machine
-// does not declare, and an [*IntentRefusedError] (matching [ErrIntentRefused])
+// does not declare, and an [*RefusalError] (matching [ErrIntentRefused])
 // when the machine declares the pair refused (with its reason) or
 // unreachable. An API calls Admit before it writes a new intent, in the same
 // compare-and-swap as the phase it read; that is what makes
@@ -185,15 +185,15 @@ func (m *Machine[S, P]) ValidateIntent(intent S) error {
 		Detail: "intent is not a state of the machine; the states are " + join(m.states, ", ")}
 }
 
-// refusal returns the [*IntentRefusedError] of a pair declared refused or
+// refusal returns the [*RefusalError] of a pair declared refused or
 // unreachable, or nil.
 func (m *Machine[S, P]) refusal(intent S, phase P) error {
 	pair := Pair[S, P]{intent, phase}
 	if reason, ok := m.refused[pair]; ok {
-		return &IntentRefusedError[S, P]{Machine: m.name, Intent: intent, Phase: phase, Reason: reason}
+		return &RefusalError[S, P]{Machine: m.name, Intent: intent, Phase: phase, Reason: reason}
 	}
 	if m.unreach[pair] {
-		return &IntentRefusedError[S, P]{Machine: m.name, Intent: intent, Phase: phase, Unreachable: true}
+		return &RefusalError[S, P]{Machine: m.name, Intent: intent, Phase: phase, Unreachable: true}
 	}
 	return nil
 }

@@ -31,8 +31,8 @@ type Status[S, P comparable] struct {
 	// is cleared when the next operation begins.
 	Failure *Failure[P] `json:"failure,omitempty"`
 	// Refused is set while the user's intent is refused in the current phase
-	// (see [Refusal]): the intent and the machine's reason.
-	Refused *RefusedIntent[S] `json:"refused,omitempty"`
+	// (see [RefusalRule]): the intent and the machine's reason.
+	Refused *Refusal[S] `json:"refused,omitempty"`
 	// ObservedGeneration is the generation of the spec the controller last
 	// decided on, and ObservedDeletion whether it had seen the object's
 	// deletion requested: a controller records them, and retries a failed
@@ -142,8 +142,8 @@ type TimerDue struct {
 	Fired bool      `json:"fired,omitempty"`
 }
 
-// RefusedIntent is an intent the machine refuses in the current phase, and why.
-type RefusedIntent[S comparable] struct {
+// Refusal is an intent the machine refuses in the current phase, and why.
+type Refusal[S comparable] struct {
 	Intent S      `json:"intent"`
 	Reason string `json:"reason"`
 }
@@ -291,7 +291,7 @@ func (s Status[S, P]) Equal(o Status[S, P]) bool {
 			return a.Step == b.Step && a.Cause == b.Cause && a.Reason == b.Reason && a.At.Equal(b.At) &&
 				a.Operation.equal(b.Operation)
 		}) &&
-		equalPtr(s.Refused, o.Refused, func(a, b RefusedIntent[S]) bool { return a == b }) &&
+		equalPtr(s.Refused, o.Refused, func(a, b Refusal[S]) bool { return a == b }) &&
 		s.ObservedGeneration == o.ObservedGeneration && s.ObservedDeletion == o.ObservedDeletion &&
 		slices.EqualFunc(s.Requests, o.Requests, func(a, b RequestState) bool {
 			return a.Name == b.Name && a.Refused == b.Refused && slices.Equal(a.Tokens, b.Tokens) && slices.Equal(a.Served, b.Served)

@@ -110,7 +110,7 @@
 // CustomResourceDefinitions (the store's, or minimal ones of another
 // project's custom resources, left alone where they exist) and waits until
 // they are served. [NewFinalizerObject] makes any object a
-// [finalizer.Object], so [finalizer.Ensure] guards Kubernetes objects as it
+// [finalizer.Guarded], so [finalizer.Ensure] guards Kubernetes objects as it
 // guards documents: every finalizer write carries the resourceVersion and
 // uid last read as preconditions, and Conflict and NotFound come back as
 // [store.ErrConflict] and [store.ErrNotFound].

@@ -13,7 +13,7 @@ import (
 	"github.com/tendhq/tend/store"
 )
 
-// FinalizerObject is a [finalizer.Object] over a Kubernetes object of any
+// FinalizerObject is a [finalizer.Guarded] over a Kubernetes object of any
 // kind, so that [finalizer.Ensure] guards it: Terminating is its
 // deletionTimestamp, Finalizers its metadata.finalizers, and SetFinalizers
 // writes the whole list with a JSON merge patch whose resourceVersion and
@@ -28,7 +28,7 @@ type FinalizerObject struct {
 	obj *unstructured.Unstructured
 }
 
-// NewFinalizerObject returns a finalizer.Object over obj, an object read
+// NewFinalizerObject returns a finalizer.Guarded over obj, an object read
 // from the API server through c (its apiVersion, kind, name, uid and
 // resourceVersion are used).
 func NewFinalizerObject(c *Client, obj *unstructured.Unstructured) *FinalizerObject {

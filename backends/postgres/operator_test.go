@@ -39,11 +39,11 @@ func widgetMachine(t *testing.T) *sm.Machine[string, string] {
 		Initial: "Pending",
 		Phases: []sm.PhaseSpec[string]{
 			{Phase: "Pending"},
-			{Phase: "Building", Kind: sm.Transitional, Steps: []string{"prepare", "build"}, Completion: []sm.Require{sm.Is("built")}, Then: "Ready"},
+			{Phase: "Building", Type: sm.Transitional, Steps: []string{"prepare", "build"}, Completion: []sm.Require{sm.Is("built")}, Then: "Ready"},
 			{Phase: "Ready"},
-			{Phase: "Removing", Kind: sm.Transitional, NoReturn: true, Steps: []string{"remove"}, Completion: []sm.Require{sm.Not("built")}, Then: "Removed"},
-			{Phase: "Removed", Kind: sm.Terminal},
-			{Phase: "Failed", Kind: sm.Fault},
+			{Phase: "Removing", Type: sm.Transitional, NoReturn: true, Steps: []string{"remove"}, Completion: []sm.Require{sm.Not("built")}, Then: "Removed"},
+			{Phase: "Removed", Type: sm.Terminal},
+			{Phase: "Failed", Type: sm.Fault},
 		},
 		Settled: []sm.Settle[string, string]{{State: "Up", Phase: "Ready"}, {State: "Gone", Phase: "Removed", Final: true}},
 		Rules: []sm.Rule[string, string]{
@@ -52,7 +52,7 @@ func widgetMachine(t *testing.T) *sm.Machine[string, string] {
 			{State: "Gone", Phase: "Ready", Begin: "Removing"},
 			{State: "Gone", Phase: "Failed", Begin: "Removing"},
 		},
-		Refusals: []sm.Refusal[string, string]{{States: []string{"Up"}, Phases: []string{"Removing", "Removed"}, Reason: "removed for good"}},
+		Refusals: []sm.RefusalRule[string, string]{{States: []string{"Up"}, Phases: []string{"Removing", "Removed"}, Reason: "removed for good"}},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -28,7 +28,7 @@ func (o *options) completeKindKey(cmd *cobra.Command, args []string, prefix stri
 
 // argOf returns the words a command's third argument may be, for a
 // document of a kind with machine m.
-type argOf func(m *statemachine.Machine[string, string], obj oncall.Object) []string
+type argOf func(m *statemachine.Machine[string, string], obj oncall.View) []string
 
 // completeArgs completes KIND, KEY and, with third, the argument after
 // them.
@@ -87,7 +87,7 @@ func withPrefix(words []string, prefix string) []string {
 }
 
 // stepsOf offers the step that failed, or else every step of the machine.
-func stepsOf(m *statemachine.Machine[string, string], obj oncall.Object) []string {
+func stepsOf(m *statemachine.Machine[string, string], obj oncall.View) []string {
 	if s, ok := obj.FailedStep(m); ok {
 		return []string{s}
 	}
@@ -95,10 +95,10 @@ func stepsOf(m *statemachine.Machine[string, string], obj oncall.Object) []strin
 }
 
 // restingPhases offers the phases a move may go to.
-func restingPhases(m *statemachine.Machine[string, string], _ oncall.Object) []string {
+func restingPhases(m *statemachine.Machine[string, string], _ oncall.View) []string {
 	var out []string
 	for _, p := range m.Phases() {
-		if s, _ := m.Spec(p); s.Kind == statemachine.Resting || s.Kind == statemachine.Terminal {
+		if s, _ := m.Spec(p); s.Type == statemachine.Resting || s.Type == statemachine.Terminal {
 			out = append(out, p)
 		}
 	}
@@ -106,11 +106,11 @@ func restingPhases(m *statemachine.Machine[string, string], _ oncall.Object) []s
 }
 
 // requestsOf offers the machine's requests.
-func requestsOf(m *statemachine.Machine[string, string], _ oncall.Object) []string {
+func requestsOf(m *statemachine.Machine[string, string], _ oncall.View) []string {
 	return m.Requests()
 }
 
 // finalizersOf offers the document's finalizers.
-func finalizersOf(_ *statemachine.Machine[string, string], obj oncall.Object) []string {
+func finalizersOf(_ *statemachine.Machine[string, string], obj oncall.View) []string {
 	return obj.Meta.Finalizers
 }

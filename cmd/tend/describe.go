@@ -52,7 +52,7 @@ exits) and its history, oldest first.`,
 }
 
 // describe writes obj for a person.
-func describe(w io.Writer, now time.Time, obj oncall.Object, m *statemachine.Machine[string, string], hist []history.Entry) error {
+func describe(w io.Writer, now time.Time, obj oncall.View, m *statemachine.Machine[string, string], hist []history.Entry) error {
 	d := &describer{w: w, now: now}
 	meta := obj.Meta
 	d.field("Kind", meta.Kind)
@@ -82,7 +82,7 @@ func describe(w io.Writer, now time.Time, obj oncall.Object, m *statemachine.Mac
 	spec, known := m.Spec(obj.Phase)
 	kind := "unknown to the machine"
 	if known {
-		kind = spec.Kind.String()
+		kind = spec.Type.String()
 	}
 	d.field("Phase", fmt.Sprintf("%s (%s), since %s", obj.Phase, kind, when(now, obj.Since)))
 	if p := obj.Paused; p != nil {
@@ -182,7 +182,7 @@ func (d *describer) item(name, value string) {
 
 // place writes where obj stands in its machine: the steps of its phase,
 // done ones marked and the next one pointed at, and the ways out of it.
-func (d *describer) place(m *statemachine.Machine[string, string], spec statemachine.PhaseSpec[string], obj oncall.Object) {
+func (d *describer) place(m *statemachine.Machine[string, string], spec statemachine.PhaseSpec[string], obj oncall.View) {
 	if len(spec.Steps) > 0 {
 		d.line("  Steps of %s:", spec.Phase)
 		var done []string
@@ -220,7 +220,7 @@ func exitsOf(m *statemachine.Machine[string, string], spec statemachine.PhaseSpe
 	def := m.Definition()
 	p := spec.Phase
 	var out []string
-	if spec.Kind == statemachine.Transitional {
+	if spec.Type == statemachine.Transitional {
 		var reqs []string
 		for _, r := range spec.Completion {
 			reqs = append(reqs, r.String())
@@ -258,10 +258,10 @@ func exitsOf(m *statemachine.Machine[string, string], spec statemachine.PhaseSpe
 			out = append(out, fmt.Sprintf("-> %s on timer %s", t.Begin, t.Name))
 		}
 	}
-	if spec.Kind == statemachine.Fault {
+	if spec.Type == statemachine.Fault {
 		var to []string
 		for _, q := range m.Phases() {
-			if qs, _ := m.Spec(q); qs.Kind != statemachine.Transitional && qs.Kind != statemachine.Fault {
+			if qs, _ := m.Spec(q); qs.Type != statemachine.Transitional && qs.Type != statemachine.Fault {
 				to = append(to, q)
 			}
 		}

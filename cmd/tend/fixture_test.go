@@ -24,7 +24,7 @@ import (
 const widgetKind = "Widget"
 
 // testKinds are the kinds a test store is configured with.
-var testKinds = []string{registry.Kind, widgetKind, history.Kind(widgetKind)}
+var testKinds = []string{registry.Kind, widgetKind, history.KindOf(widgetKind)}
 
 type widgetSpec struct {
 	State string `json:"state"`
@@ -46,14 +46,14 @@ func widgetMachine(t testing.TB) *statemachine.Machine[string, string] {
 		Initial: "Absent",
 		Phases: []statemachine.PhaseSpec[string]{
 			{Phase: "Absent"},
-			{Phase: "Creating", Kind: statemachine.Transitional, Steps: []string{"allocate", "configure"},
+			{Phase: "Creating", Type: statemachine.Transitional, Steps: []string{"allocate", "configure"},
 				Completion: []statemachine.Require{statemachine.Is("ready")}, Then: "Ready",
 				Bounds: statemachine.Bounds{Deadline: time.Hour, MaxAttempts: 5}, FailTo: "Fault"},
 			{Phase: "Ready"},
-			{Phase: "Deleting", Kind: statemachine.Transitional, Steps: []string{"release"},
+			{Phase: "Deleting", Type: statemachine.Transitional, Steps: []string{"release"},
 				Completion: []statemachine.Require{statemachine.Not("ready")}, Then: "Absent",
 				Bounds: statemachine.Bounds{Deadline: time.Hour, MaxAttempts: 5}, FailTo: "Fault"},
-			{Phase: "Fault", Kind: statemachine.Fault},
+			{Phase: "Fault", Type: statemachine.Fault},
 		},
 		Settled: []statemachine.Settle[string, string]{{State: "Up", Phase: "Ready"}, {State: "Down", Phase: "Absent"},
 			{State: "Gone", Phase: "Absent", Final: true}},

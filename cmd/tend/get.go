@@ -83,17 +83,17 @@ func (g *getOptions) run(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	var objs []oncall.Object
+	var objs []oncall.View
 	if len(args) == 2 {
 		obj, err := c.client.Get(ctx, kind, args[1])
 		if err != nil {
 			return err
 		}
-		objs = []oncall.Object{obj}
+		objs = []oncall.View{obj}
 	} else if objs, err = c.client.List(ctx, kind, store.ListOptions{Selector: sel}); err != nil {
 		return err
 	}
-	objs = slices.DeleteFunc(objs, func(o oncall.Object) bool { return !g.match(o, sel) })
+	objs = slices.DeleteFunc(objs, func(o oncall.View) bool { return !g.match(o, sel) })
 	w := &objectWriter{out: g.out, format: g.output, now: g.now, stream: g.watch}
 	if err := w.write(objs); err != nil {
 		return err
@@ -109,7 +109,7 @@ func (g *getOptions) run(cmd *cobra.Command, args []string) error {
 }
 
 // match reports whether obj passes the filters.
-func (g *getOptions) match(obj oncall.Object, sel store.Selector) bool {
+func (g *getOptions) match(obj oncall.View, sel store.Selector) bool {
 	return (len(g.phases) == 0 || slices.Contains(g.phases, obj.Phase)) && sel.Matches(obj.Meta.Labels)
 }
 
@@ -143,7 +143,7 @@ func (g *getOptions) follow(ctx context.Context, c *conn, kind, key string, sel 
 					continue
 				}
 				if ev.Type == store.Deleted {
-					if err := w.deleted(oncall.Object{Meta: doc.Meta}); err != nil {
+					if err := w.deleted(oncall.View{Meta: doc.Meta}); err != nil {
 						return err
 					}
 					continue
@@ -153,7 +153,7 @@ func (g *getOptions) follow(ctx context.Context, c *conn, kind, key string, sel 
 					return err
 				}
 				if g.match(obj, sel) {
-					if err := w.write([]oncall.Object{obj}); err != nil {
+					if err := w.write([]oncall.View{obj}); err != nil {
 						return err
 					}
 				}
@@ -172,7 +172,7 @@ func (g *getOptions) follow(ctx context.Context, c *conn, kind, key string, sel 
 			if err != nil {
 				return err
 			}
-			objs = slices.DeleteFunc(objs, func(o oncall.Object) bool {
+			objs = slices.DeleteFunc(objs, func(o oncall.View) bool {
 				return !g.match(o, sel) || key != "" && o.Meta.Key != key
 			})
 			if err := w.write(objs); err != nil {
@@ -252,7 +252,7 @@ type document struct {
 
 // documentOf returns obj as stored. Bytes that are not JSON are written as
 // a JSON string.
-func documentOf(obj oncall.Object) document {
+func documentOf(obj oncall.View) document {
 	raw := func(b []byte) json.RawMessage {
 		if len(b) == 0 || json.Valid(b) {
 			return b
@@ -275,7 +275,7 @@ type objectWriter struct {
 	started bool
 }
 
-func (w *objectWriter) write(objs []oncall.Object) error {
+func (w *objectWriter) write(objs []oncall.View) error {
 	if w.format == formatTable {
 		t := newTable(w.out)
 		if !w.started {
@@ -324,7 +324,7 @@ func (w *objectWriter) streamData(v any) error {
 }
 
 // deleted writes that a document was deleted.
-func (w *objectWriter) deleted(o oncall.Object) error {
+func (w *objectWriter) deleted(o oncall.View) error {
 	if w.format == formatTable {
 		t := newTable(w.out)
 		t.row(o.Meta.Key, "", "<deleted>", age(w.now(), o.Meta.CreatedAt), "")
@@ -337,7 +337,7 @@ func (w *objectWriter) deleted(o oncall.Object) error {
 
 // phaseCell is the PHASE column: the phase, and whether an operator holds
 // the document.
-func phaseCell(o oncall.Object) string {
+func phaseCell(o oncall.View) string {
 	p := o.Phase
 	if o.Paused != nil {
 		p += " (paused)"
@@ -350,7 +350,7 @@ func phaseCell(o oncall.Object) string {
 
 // lastError is the last error of a document: its failing step's, its
 // failure's, or its refused intent's.
-func lastError(o oncall.Object) string {
+func lastError(o oncall.View) string {
 	switch {
 	case o.Operation != nil && o.Operation.LastError != "":
 		return o.Operation.LastError

@@ -32,11 +32,11 @@ type Config[Spec driver.HasIntent[S], Status any, S, P comparable] struct {
 	// holds Kind and these.
 	Kinds []string
 
-	// World builds the world of one run: the driver's real steps and
+	// Fixture builds the world of one run: the driver's real steps and
 	// observers over simulated backends, and what must hold of it. It is
 	// called once per run, inside the run's bubble, after the store is
 	// made. Required.
-	World func(env Env) (World[Spec, Status], error)
+	Fixture func(env Env) (Fixture[Spec, Status], error)
 
 	// NewSpec returns the spec a document is created with, before its
 	// intent is set: the fields the steps need beside the intent. Nil means
@@ -82,7 +82,7 @@ type Config[Spec driver.HasIntent[S], Status any, S, P comparable] struct {
 	Horizon time.Duration
 }
 
-// Env is what the harness gives [Config.World] to build one run's world.
+// Env is what the harness gives [Config.Fixture] to build one run's world.
 type Env struct {
 	// Backend is the run's store, an in-memory one shared by every replica.
 	// Steps that create documents write through it.
@@ -92,9 +92,9 @@ type Env struct {
 	Rand *rand.Rand
 }
 
-// World is one run's world: the driver's real steps and observers, and what
+// Fixture is one run's world: the driver's real steps and observers, and what
 // must hold of the world they act on.
-type World[Spec, Status any] struct {
+type Fixture[Spec, Status any] struct {
 	// Driver configures the driver under test: its real Steps, Observers
 	// and Timers, and the Backoff, intervals and bounds it runs with. The
 	// harness wraps each step and observer, to inject faults and record
@@ -124,11 +124,11 @@ type World[Spec, Status any] struct {
 	Matches func(ctx context.Context, obj *store.Object[Spec, Status]) error
 }
 
-// ErrConfig reports a [Config] that cannot be used.
-var ErrConfig = errors.New("drivertest: invalid config")
+// ErrInvalidConfig reports a [Config] that cannot be used.
+var ErrInvalidConfig = errors.New("drivertest: invalid config")
 
 // validate returns a copy of c with defaults filled in, or an error
-// matching ErrConfig.
+// matching ErrInvalidConfig.
 func (c Config[Spec, Status, S, P]) validate() (Config[Spec, Status, S, P], error) {
 	var problems []string
 	switch {
@@ -138,15 +138,15 @@ func (c Config[Spec, Status, S, P]) validate() (Config[Spec, Status, S, P], erro
 		problems = append(problems, fmt.Sprintf("machine %s has requests %v but Request is nil", c.Machine.Name(), c.Machine.Requests()))
 	case c.TerminalFailures && !slices.ContainsFunc(c.Machine.Phases(), func(p P) bool {
 		ps, _ := c.Machine.Spec(p)
-		return ps.Kind == statemachine.Fault
+		return ps.Type == statemachine.Fault
 	}):
 		problems = append(problems, "TerminalFailures needs a machine with a Fault phase")
 	}
 	if err := store.ValidateKind(c.Kind); err != nil {
 		problems = append(problems, err.Error())
 	}
-	if c.World == nil {
-		problems = append(problems, "World is nil")
+	if c.Fixture == nil {
+		problems = append(problems, "Fixture is nil")
 	}
 	if c.SetIntent == nil {
 		problems = append(problems, "SetIntent is nil")
@@ -158,7 +158,7 @@ func (c Config[Spec, Status, S, P]) validate() (Config[Spec, Status, S, P], erro
 		problems = append(problems, fmt.Sprintf("*%T does not hold the machine's status (driver.HasMachineStatus)", *new(Status)))
 	}
 	if problems != nil {
-		return c, fmt.Errorf("%w: %s", ErrConfig, strings.Join(problems, "; "))
+		return c, fmt.Errorf("%w: %s", ErrInvalidConfig, strings.Join(problems, "; "))
 	}
 	c.Replicas = max(c.Replicas, 1)
 	if c.LeaseDuration == 0 {

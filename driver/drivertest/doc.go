@@ -8,7 +8,7 @@
 // # Using it
 //
 // A test gives a [Config]: the machine, the kind of its documents, how the
-// user's API writes an intent or a request into a spec, and a World: the
+// user's API writes an intent or a request into a spec, and a [Fixture]: the
 // driver's real steps and observers over simulated backends, and what must
 // hold of them.
 //
@@ -16,9 +16,9 @@
 //		drivertest.Check(t, drivertest.Config[Spec, Status, State, Phase]{
 //			Machine: machine,
 //			Kind:    "Service",
-//			World: func(env drivertest.Env) (drivertest.World[Spec, Status], error) {
+//			Fixture: func(env drivertest.Env) (drivertest.Fixture[Spec, Status], error) {
 //				c := newCloud(env) // the backends, simulated in memory
-//				return drivertest.World[Spec, Status]{
+//				return drivertest.Fixture[Spec, Status]{
 //					Driver:    driverConfig(c), // the real steps and observers
 //					Invariant: c.Check,         // never two instances, …
 //					Matches:   c.Matches,       // running means an instance, …

@@ -34,7 +34,7 @@ func TestConfigErrors(t *testing.T) {
 	}{
 		{"no machine", func(c *drivertest.Config[spec, status, state, phase]) { c.Machine = nil }},
 		{"no kind", func(c *drivertest.Config[spec, status, state, phase]) { c.Kind = "" }},
-		{"no world", func(c *drivertest.Config[spec, status, state, phase]) { c.World = nil }},
+		{"no world", func(c *drivertest.Config[spec, status, state, phase]) { c.Fixture = nil }},
 		{"no intent writer", func(c *drivertest.Config[spec, status, state, phase]) { c.SetIntent = nil }},
 		{"requests without a request writer", func(c *drivertest.Config[spec, status, state, phase]) { c.Request = nil }},
 		{"negative horizon", func(c *drivertest.Config[spec, status, state, phase]) { c.Horizon = -1 }},
@@ -43,8 +43,8 @@ func TestConfigErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := good
 			tt.edit(&cfg)
-			if _, err := drivertest.Search(t, cfg, 0); !errors.Is(err, drivertest.ErrConfig) {
-				t.Fatalf("got %v, want an error matching ErrConfig", err)
+			if _, err := drivertest.Search(t, cfg, 0); !errors.Is(err, drivertest.ErrInvalidConfig) {
+				t.Fatalf("got %v, want an error matching ErrInvalidConfig", err)
 			}
 		})
 	}

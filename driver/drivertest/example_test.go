@@ -22,9 +22,9 @@ func testServiceDriver(t *testing.T) {
 	drivertest.Check(t, drivertest.Config[spec, status, state, phase]{
 		Machine: m,
 		Kind:    "Service",
-		World: func(env drivertest.Env) (drivertest.World[spec, status], error) {
+		Fixture: func(env drivertest.Env) (drivertest.Fixture[spec, status], error) {
 			c := &cloud{startDelay: time.Duration(env.Rand.Int64N(int64(20 * time.Second)))}
-			return drivertest.World[spec, status]{
+			return drivertest.Fixture[spec, status]{
 				Driver:    driver.Config[spec, status]{Steps: c.steps(), Observers: c.observers()},
 				Invariant: c.invariant,
 				Matches:   c.settled,

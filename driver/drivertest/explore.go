@@ -48,7 +48,7 @@ func Search[Spec driver.HasIntent[S], Status any, S, P comparable](t *testing.T,
 		return nil, err
 	}
 	if depth < 0 {
-		return nil, fmt.Errorf("%w: negative depth %d", ErrConfig, depth)
+		return nil, fmt.Errorf("%w: negative depth %d", ErrInvalidConfig, depth)
 	}
 	alphabet := exploredActions(cfg)
 	type node struct {

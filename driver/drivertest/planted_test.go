@@ -26,7 +26,7 @@ func TestFindsPlantedDefects(t *testing.T) {
 			cfg: func() drivertest.Config[spec, status, state, phase] {
 				def := serviceDefinition()
 				def.Rules = slices.DeleteFunc(def.Rules, func(r sm.Rule[state, phase]) bool { return r.State == Deleted && r.Phase == Halted })
-				def.Refusals = append(def.Refusals, sm.Refusal[state, phase]{
+				def.Refusals = append(def.Refusals, sm.RefusalRule[state, phase]{
 					States: []state{Deleted}, Phases: []phase{Halted}, Reason: "stop it first"})
 				return serviceConfig(def, nil)
 			},
@@ -60,8 +60,8 @@ func TestFindsPlantedDefects(t *testing.T) {
 			cfg: func() drivertest.Config[spec, status, state, phase] {
 				cfg := serviceConfig(serviceDefinition(), nil)
 				cfg.Replicas, cfg.Mode = 2, manager.Single
-				world := cfg.World
-				cfg.World = func(env drivertest.Env) (drivertest.World[spec, status], error) {
+				world := cfg.Fixture
+				cfg.Fixture = func(env drivertest.Env) (drivertest.Fixture[spec, status], error) {
 					w, err := world(env)
 					w.Invariant, w.Matches = nil, nil // the harness's own checks only
 					return w, err

@@ -51,7 +51,7 @@ type run[Spec driver.HasIntent[S], Status any, S, P comparable] struct {
 	cfg     Config[Spec, Status, S, P]
 	ctx     context.Context
 	mem     *memory.Store
-	world   World[Spec, Status]
+	world   Fixture[Spec, Status]
 	coll    *store.Collection[Spec, Status] // the user's view of the store
 	client  *driver.Driver[Spec, Status]
 	backoff workqueue.Backoff
@@ -106,16 +106,16 @@ func newRun[Spec driver.HasIntent[S], Status any, S, P comparable](ctx context.C
 		partitioned: map[int]bool{}, inFlight: map[string]int{}, servedBy: map[string]map[string]bool{}}
 	var err error
 	if r.mem, err = memory.New(memory.Config{Kinds: cfg.Kinds}); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	if r.world, err = cfg.World(Env{Backend: r.mem, Rand: rnd}); err != nil {
-		return nil, fmt.Errorf("drivertest: World: %w", err)
+	if r.world, err = cfg.Fixture(Env{Backend: r.mem, Rand: rnd}); err != nil {
+		return nil, fmt.Errorf("drivertest: Fixture: %w", err)
 	}
 	if r.coll, err = store.NewCollection[Spec, Status](r.mem, cfg.Kind, store.CollectionConfig{}); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	if r.client, err = driver.New[Spec, Status](r.coll, cfg.Machine, r.world.Driver); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	r.backoff = cmp.Or[workqueue.Backoff](r.world.Driver.Backoff, workqueue.DefaultBackoff())
 	def := cfg.Machine.Definition()
@@ -226,7 +226,7 @@ func (r *run[Spec, Status, S, P]) start(id int) error {
 	if r.world.Controllers != nil {
 		more, err := r.world.Controllers(v)
 		if err != nil {
-			return fmt.Errorf("drivertest: World.Controllers: %w", err)
+			return fmt.Errorf("drivertest: Fixture.Controllers: %w", err)
 		}
 		controllers = append(controllers, more...)
 	}

@@ -44,19 +44,19 @@ func serviceDefinition() sm.Definition[state, phase] {
 		States:  []state{Running, Stopped, Restarting, Deleted},
 		Initial: Creating,
 		Phases: []sm.PhaseSpec[phase]{
-			{Phase: Creating, Kind: sm.Transitional, Then: Created, Steps: []string{"create_volume"},
+			{Phase: Creating, Type: sm.Transitional, Then: Created, Steps: []string{"create_volume"},
 				Completion: []sm.Require{sm.Is("volume_ready")}},
 			{Phase: Created},
-			{Phase: Starting, Kind: sm.Transitional, Then: Started, Steps: []string{"create_instance"},
+			{Phase: Starting, Type: sm.Transitional, Then: Started, Steps: []string{"create_instance"},
 				Completion: []sm.Require{sm.Is("instance_ready")}},
 			{Phase: Started},
-			{Phase: Stopping, Kind: sm.Transitional, Then: Halted, Steps: []string{"delete_instance"},
+			{Phase: Stopping, Type: sm.Transitional, Then: Halted, Steps: []string{"delete_instance"},
 				Completion: []sm.Require{sm.Not("instance_present")}},
 			{Phase: Halted},
-			{Phase: Deleting, Kind: sm.Transitional, NoReturn: true, Then: Gone, Steps: []string{"delete_instance", "delete_volume"},
+			{Phase: Deleting, Type: sm.Transitional, NoReturn: true, Then: Gone, Steps: []string{"delete_instance", "delete_volume"},
 				Completion: []sm.Require{sm.Not("instance_present"), sm.Not("volume_ready")}},
-			{Phase: Gone, Kind: sm.Terminal},
-			{Phase: Failed, Kind: sm.Fault},
+			{Phase: Gone, Type: sm.Terminal},
+			{Phase: Failed, Type: sm.Fault},
 		},
 		Settled: []sm.Settle[state, phase]{
 			{State: Stopped, Phase: Created},
@@ -78,7 +78,7 @@ func serviceDefinition() sm.Definition[state, phase] {
 		},
 		Requests: []sm.RequestRule[phase]{{Name: "restart",
 			Serve: []sm.Edge[phase]{{From: Started, To: Stopping}, {From: Created, To: Starting}, {From: Halted, To: Starting}}}},
-		Refusals: []sm.Refusal[state, phase]{{
+		Refusals: []sm.RefusalRule[state, phase]{{
 			States: []state{Running, Stopped, Restarting},
 			Phases: []phase{Deleting, Gone},
 			Reason: "a service being deleted cannot be brought back",
@@ -206,12 +206,12 @@ func serviceConfig(def sm.Definition[state, phase], planted func(*cloud)) driver
 	return drivertest.Config[spec, status, state, phase]{
 		Machine: m,
 		Kind:    "Service",
-		World: func(env drivertest.Env) (drivertest.World[spec, status], error) {
+		Fixture: func(env drivertest.Env) (drivertest.Fixture[spec, status], error) {
 			c := &cloud{startDelay: time.Duration(env.Rand.Int64N(int64(20 * time.Second)))}
 			if planted != nil {
 				planted(c)
 			}
-			return drivertest.World[spec, status]{
+			return drivertest.Fixture[spec, status]{
 				Driver:    driver.Config[spec, status]{Steps: c.steps(), Observers: c.observers(), WaitInterval: time.Second},
 				Invariant: c.invariant,
 				Matches:   c.settled,

@@ -53,6 +53,7 @@ var imports = map[string]string{
 	"storetest":    "github.com/tendhq/tend/store/storetest",
 	"workqueue":    "github.com/tendhq/tend/workqueue",
 	"queueprom":    "github.com/tendhq/tend/workqueue/queueprom",
+	"historyprom":  "github.com/tendhq/tend/history/historyprom",
 	"memory":       "github.com/tendhq/tend/backends/memory",
 	"etcd":         "github.com/tendhq/tend/backends/etcd",
 	"postgres":     "github.com/tendhq/tend/backends/postgres",

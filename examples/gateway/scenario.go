@@ -22,6 +22,7 @@ import (
 	"github.com/tendhq/tend/console"
 	"github.com/tendhq/tend/examples/gateway/platform"
 	"github.com/tendhq/tend/history"
+	"github.com/tendhq/tend/history/historyprom"
 	sm "github.com/tendhq/tend/statemachine"
 	"github.com/tendhq/tend/store"
 )
@@ -116,7 +117,7 @@ func run(ctx context.Context, opts options, out io.Writer) (report, error) {
 	var rec *history.Recorder // nil: no history
 	var con *console.Console
 	if opts.Listener != nil {
-		if rec, err = history.NewRecorder(st, history.RecorderConfig{MetricsRegisterer: opts.Registerer}); err != nil {
+		if rec, err = history.NewRecorder(st, history.RecorderConfig{Metrics: historyMetrics(opts.Registerer)}); err != nil {
 			return report{}, err
 		}
 		if con, err = newConsole(st, opts.ConsoleActions); err != nil {
@@ -568,4 +569,13 @@ func registerStoreMetrics(reg prometheus.Registerer, b store.Backend) error {
 	}
 	return reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tend_store_revision",
 		Help: "The store's revision: one per write."}, func() float64 { return float64(revision(b)) }))
+}
+
+// historyMetrics returns the metrics of a history recorder registered with
+// reg, or none when reg is nil.
+func historyMetrics(reg prometheus.Registerer) history.MetricsProvider {
+	if reg == nil {
+		return nil
+	}
+	return historyprom.New(historyprom.Config{Registerer: reg})
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/tendhq/tend/manager"
 	"github.com/tendhq/tend/registry"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/tendhq/tend/backends/memory"
@@ -26,6 +27,7 @@ import (
 	"github.com/tendhq/tend/examples/workspace/objstore"
 	"github.com/tendhq/tend/examples/workspace/storagejob"
 	"github.com/tendhq/tend/history"
+	"github.com/tendhq/tend/history/historyprom"
 	"github.com/tendhq/tend/store"
 )
 
@@ -184,14 +186,14 @@ func run(ctx context.Context, dir string, a archives, o ops, out io.Writer) erro
 // play runs the scenario's controller, board and summary in w until the
 // scenario ends, and what o asks for.
 func play(ctx context.Context, w world, objects objstore.Store, o ops, out io.Writer) error {
-	mem, err := memory.New(memory.Config{Kinds: append([]string{dataplane.Kind, history.Kind(dataplane.Kind)}, registry.Kinds()...)})
+	mem, err := memory.New(memory.Config{Kinds: append([]string{dataplane.Kind, history.KindOf(dataplane.Kind)}, registry.Kinds()...)})
 	if err != nil {
 		return err
 	}
 	var rec *history.Recorder // nil: no history
 	var con *console.Console
 	if o.listener != nil {
-		if rec, err = history.NewRecorder(mem, history.RecorderConfig{MetricsRegisterer: o.registerer()}); err != nil {
+		if rec, err = history.NewRecorder(mem, history.RecorderConfig{Metrics: historyMetrics(o.registerer())}); err != nil {
 			return err
 		}
 		cfg := console.Config{Store: mem, Prefix: "/console/", Actor: func(*http.Request) string { return "demo-operator" }}
@@ -387,4 +389,13 @@ func (c containerHomes) get(ctx context.Context, id, file string) (string, error
 	}
 	b, err := io.ReadAll(resp.Body)
 	return string(b), err
+}
+
+// historyMetrics returns the metrics of a history recorder registered with
+// reg, or none when reg is nil.
+func historyMetrics(reg prometheus.Registerer) history.MetricsProvider {
+	if reg == nil {
+		return nil
+	}
+	return historyprom.New(historyprom.Config{Registerer: reg})
 }

@@ -68,15 +68,15 @@ func gatewayMachine() (*sm.Machine[string, string], error) {
 		States:  []string{"Running"},
 		Initial: "Creating",
 		Phases: []sm.PhaseSpec[string]{
-			{Phase: "Creating", Kind: sm.Transitional, Then: "Created", FailTo: "Failed",
+			{Phase: "Creating", Type: sm.Transitional, Then: "Created", FailTo: "Failed",
 				Steps:      []string{"create_namespace", "create_database", "create_runtime_domain"},
 				Completion: []sm.Require{sm.Is("namespace_ready"), sm.Is("database_ready"), sm.Is("runtime_domain_present")}},
 			{Phase: "Created"},
-			{Phase: "Starting", Kind: sm.Transitional, Then: convergeTarget, FailTo: "Failed",
+			{Phase: "Starting", Type: sm.Transitional, Then: convergeTarget, FailTo: "Failed",
 				Steps:      []string{"create_deployment", "create_service", "activate_runtime_domain"},
 				Completion: []sm.Require{sm.Is("deployment_available")}},
 			{Phase: convergeTarget},
-			{Phase: "Failed", Kind: sm.Fault},
+			{Phase: "Failed", Type: sm.Fault},
 		},
 		Settled: []sm.Settle[string, string]{
 			{State: "Running", Phase: convergeTarget},

@@ -50,25 +50,25 @@ type Config[S, P comparable] struct {
 	Start time.Time
 }
 
-// ErrConfig reports a Config that cannot be used.
-var ErrConfig = errors.New("smtest: invalid config")
+// ErrInvalidConfig reports a Config that cannot be used.
+var ErrInvalidConfig = errors.New("smtest: invalid config")
 
 // withDefaults returns a validated copy of c with defaults filled in.
 func (c Config[S, P]) withDefaults() (Config[S, P], error) {
 	if c.Machine == nil {
-		return c, fmt.Errorf("%w: Machine is nil", ErrConfig)
+		return c, fmt.Errorf("%w: Machine is nil", ErrInvalidConfig)
 	}
 	if c.World == nil {
-		return c, fmt.Errorf("%w: World is nil", ErrConfig)
+		return c, fmt.Errorf("%w: World is nil", ErrInvalidConfig)
 	}
 	if c.MaxAdvance < 0 || c.SettleTicks < 0 {
-		return c, fmt.Errorf("%w: negative MaxAdvance or SettleTicks", ErrConfig)
+		return c, fmt.Errorf("%w: negative MaxAdvance or SettleTicks", ErrInvalidConfig)
 	}
 	if c.TerminalFailures && !slices.ContainsFunc(c.Machine.Phases(), func(p P) bool {
 		ps, _ := c.Machine.Spec(p)
-		return ps.Kind == statemachine.Fault
+		return ps.Type == statemachine.Fault
 	}) {
-		return c, fmt.Errorf("%w: TerminalFailures needs a machine with a Fault phase", ErrConfig)
+		return c, fmt.Errorf("%w: TerminalFailures needs a machine with a Fault phase", ErrInvalidConfig)
 	}
 	if c.MaxAdvance == 0 {
 		c.MaxAdvance = time.Minute

@@ -159,7 +159,7 @@ func TestConfigErrors(t *testing.T) {
 			def.Phases = def.Phases[:len(def.Phases)-1] // no Failed
 			def.Rules = def.Rules[:len(def.Rules)-1]
 			for i := range def.Phases {
-				def.Phases[i].Unbounded = def.Phases[i].Kind == sm.Transitional
+				def.Phases[i].Unbounded = def.Phases[i].Type == sm.Transitional
 			}
 			m, err := sm.New(def)
 			if err != nil {
@@ -173,12 +173,12 @@ func TestConfigErrors(t *testing.T) {
 			cfg := good
 			tt.edit(&cfg)
 			failed, report := runHarness(t, cfg)
-			if !failed || !strings.Contains(report, smtest.ErrConfig.Error()) {
+			if !failed || !strings.Contains(report, smtest.ErrInvalidConfig.Error()) {
 				t.Fatalf("want a config error, got failed=%v:\n%s", failed, report)
 			}
 		})
 	}
-	if !errors.Is(fmt.Errorf("x: %w", smtest.ErrConfig), smtest.ErrConfig) {
-		t.Fatal("ErrConfig does not match itself")
+	if !errors.Is(fmt.Errorf("x: %w", smtest.ErrInvalidConfig), smtest.ErrInvalidConfig) {
+		t.Fatal("ErrInvalidConfig does not match itself")
 	}
 }

@@ -31,7 +31,7 @@ func gatewayHarness(t testing.TB) drivertest.Config[GatewaySpec, GatewayStatus, 
 		Kind:    KindApiGateway,
 		Kinds:   Kinds(),
 		NewSpec: func() GatewaySpec { return GatewaySpec{Image: "runtime:1"} },
-		World: func(env drivertest.Env) (drivertest.World[GatewaySpec, GatewayStatus], error) {
+		Fixture: func(env drivertest.Env) (drivertest.Fixture[GatewaySpec, GatewayStatus], error) {
 			sim, err := infra.NewSim(infra.SimConfig{
 				ReadyDelay:  time.Duration(env.Rand.Int64N(int64(20 * time.Second))),
 				DeleteDelay: time.Duration(env.Rand.Int64N(int64(10 * time.Second))),
@@ -39,13 +39,13 @@ func gatewayHarness(t testing.TB) drivertest.Config[GatewaySpec, GatewayStatus, 
 				Seed:        env.Rand.Uint64(),
 			})
 			if err != nil {
-				return drivertest.World[GatewaySpec, GatewayStatus]{}, err
+				return drivertest.Fixture[GatewaySpec, GatewayStatus]{}, err
 			}
 			p, err := New(Config{Store: env.Backend, Cluster: sim, Databases: sim})
 			if err != nil {
-				return drivertest.World[GatewaySpec, GatewayStatus]{}, err
+				return drivertest.Fixture[GatewaySpec, GatewayStatus]{}, err
 			}
-			return drivertest.World[GatewaySpec, GatewayStatus]{
+			return drivertest.Fixture[GatewaySpec, GatewayStatus]{
 				Driver: p.gatewayConfig,
 				Sources: func(b store.Backend) []controller.Source {
 					return []controller.Source{controller.Owns(b, KindRuntimeDomain, KindApiGateway)}

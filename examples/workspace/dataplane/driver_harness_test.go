@@ -184,15 +184,15 @@ func TestWorkspaceDriverHarness(t *testing.T) {
 		Machine: m,
 		Kind:    Kind,
 		NewSpec: func() Spec { return Spec{Image: "workspace:1"} },
-		World: func(env drivertest.Env) (drivertest.World[Spec, Status], error) {
+		Fixture: func(env drivertest.Env) (drivertest.Fixture[Spec, Status], error) {
 			cl := &cloud{startDelay: time.Duration(env.Rand.Int64N(int64(10 * time.Second))),
 				rnd: rand.New(rand.NewPCG(env.Rand.Uint64(), 1)), volumes: map[string]string{},
 				containers: map[string]time.Time{}, archives: map[string]bool{}}
 			c, err := New(Config{Store: env.Backend, Instances: cl, Storage: cl})
 			if err != nil {
-				return drivertest.World[Spec, Status]{}, err
+				return drivertest.Fixture[Spec, Status]{}, err
 			}
-			return drivertest.World[Spec, Status]{Driver: c.driverConfig, Invariant: cl.invariant, Matches: cl.settled}, nil
+			return drivertest.Fixture[Spec, Status]{Driver: c.driverConfig, Invariant: cl.invariant, Matches: cl.settled}, nil
 		},
 		SetIntent: func(s *Spec, st State) {
 			s.State, s.DeletedAt = st, time.Time{}
