@@ -78,7 +78,7 @@ func (p *problems) all() []string {
 // gateways' histories, with a recorder writing them.
 func operatorFixture(t *testing.T) (*gwFixture, *history.Recorder) {
 	t.Helper()
-	f := newGWFixture(t, history.KindOf("ApiGateway"))
+	f := newGWFixture(t, history.KindFor("ApiGateway"))
 	rec, err := history.NewRecorder(f.mem, history.RecorderConfig{})
 	if err != nil {
 		t.Fatal(err)

@@ -164,7 +164,7 @@ func TestManagerWithoutMachinesKind(t *testing.T) {
 // pauses and resumes it.
 func TestOperatorClientEndToEnd(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := newGWFixture(t, registry.Kind, history.KindOf("ApiGateway"))
+		f := newGWFixture(t, registry.Kind, history.KindFor("ApiGateway"))
 		rec, stopRec := recording(t, f.mem, history.RecorderConfig{})
 		defer stopRec()
 		c := &calls{start: time.Now()}

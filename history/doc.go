@@ -6,7 +6,7 @@
 // # Where history lives
 //
 // The history of a document of kind K and key k is itself a document, of
-// kind [KindOf](K) ("ApiGatewayHistory") and key k, in the same store: every
+// kind [KindFor](K) ("ApiGatewayHistory") and key k, in the same store: every
 // replica and every tool that reads the store sees it, and it survives
 // restarts. Its Spec holds the entries as JSON, oldest first. It carries an
 // owner reference to the document (kind, key and UID), so the cascade

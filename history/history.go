@@ -14,17 +14,17 @@ import (
 // KindSuffix is appended to a kind to name the kind of its histories.
 const KindSuffix = "History"
 
-// KindOf returns the kind of the history documents of kind: kind followed by
+// KindFor returns the kind of the history documents of kind: kind followed by
 // [KindSuffix]. The kind must leave room for the suffix within
 // store.MaxKindLen.
-func KindOf(kind string) string { return kind + KindSuffix }
+func KindFor(kind string) string { return kind + KindSuffix }
 
 // Kinds returns the history kinds of kinds, to configure a backend with
 // them beside the kinds themselves.
 func Kinds(kinds ...string) []string {
 	out := make([]string, len(kinds))
 	for i, k := range kinds {
-		out[i] = KindOf(k)
+		out[i] = KindFor(k)
 	}
 	return out
 }
@@ -167,7 +167,7 @@ func NewReader(r store.Reader) *Reader { return &Reader{r: r} }
 // not configured with the history kind fails with an error matching
 // store.ErrUnknownKind.
 func (r *Reader) History(ctx context.Context, kind, key string) ([]Entry, error) {
-	doc, err := r.r.Get(ctx, KindOf(kind), key)
+	doc, err := r.r.Get(ctx, KindFor(kind), key)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return nil, nil

@@ -330,7 +330,7 @@ func (r *Recorder) write(ctx context.Context, kind, key string, ps []pendingEntr
 			entries = append(entries, p.e)
 		}
 	}
-	hk := KindOf(kind)
+	hk := KindFor(kind)
 	var err error
 	for range writeAttempts {
 		var doc store.Document

@@ -92,7 +92,7 @@ func TestOwnerAndNewLife(t *testing.T) {
 	rec, _ := history.NewRecorder(b, history.RecorderConfig{})
 	rec.Record(kind, "gw", doc.Meta.UID, history.Entry{Type: history.Transition, Phase: "A", To: "B"})
 	rec.Flush(ctx)
-	h, err := b.Get(ctx, history.KindOf(kind), "gw")
+	h, err := b.Get(ctx, history.KindFor(kind), "gw")
 	if err != nil {
 		t.Fatal(err)
 	}

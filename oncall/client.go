@@ -340,7 +340,7 @@ func (c *Client) Wait(ctx context.Context, kind, key, id string) (history.Entry,
 	hctx, cancel := context.WithTimeout(ctx, historyWait)
 	defer cancel()
 	var found history.Entry
-	err = c.watch(hctx, history.KindOf(kind), key, func(d store.Document) (bool, error) {
+	err = c.watch(hctx, history.KindFor(kind), key, func(d store.Document) (bool, error) {
 		entries, err := c.History(ctx, kind, key)
 		i := slices.IndexFunc(entries, func(e history.Entry) bool {
 			return e.Command == id && (e.Outcome == OutcomeApplied || e.Outcome == OutcomeRefused)

@@ -97,7 +97,7 @@ func (op *opener) connect(ctx context.Context, actor string) (*conn, error) {
 	for _, r := range regs {
 		c.regs[r.Kind] = r
 		c.kinds = append(c.kinds, r.Kind)
-		kinds = append(kinds, r.Kind, history.KindOf(r.Kind))
+		kinds = append(kinds, r.Kind, history.KindFor(r.Kind))
 	}
 	slices.Sort(c.kinds)
 	slices.Sort(kinds)

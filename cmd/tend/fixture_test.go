@@ -24,7 +24,7 @@ import (
 const widgetKind = "Widget"
 
 // testKinds are the kinds a test store is configured with.
-var testKinds = []string{registry.Kind, widgetKind, history.KindOf(widgetKind)}
+var testKinds = []string{registry.Kind, widgetKind, history.KindFor(widgetKind)}
 
 type widgetSpec struct {
 	State string `json:"state"`

@@ -186,7 +186,7 @@ func run(ctx context.Context, dir string, a archives, o ops, out io.Writer) erro
 // play runs the scenario's controller, board and summary in w until the
 // scenario ends, and what o asks for.
 func play(ctx context.Context, w world, objects objstore.Store, o ops, out io.Writer) error {
-	mem, err := memory.New(memory.Config{Kinds: append([]string{dataplane.Kind, history.KindOf(dataplane.Kind)}, registry.Kinds()...)})
+	mem, err := memory.New(memory.Config{Kinds: append([]string{dataplane.Kind, history.KindFor(dataplane.Kind)}, registry.Kinds()...)})
 	if err != nil {
 		return err
 	}

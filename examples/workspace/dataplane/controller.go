@@ -70,7 +70,7 @@ type Config struct {
 	// Nil means none.
 	MetricsRegisterer prometheus.Registerer
 	// History receives the history of every workspace; Store must then
-	// hold history.KindOf(Kind) too. Nil means none.
+	// hold history.KindFor(Kind) too. Nil means none.
 	History *history.Recorder
 }
 
