@@ -67,7 +67,7 @@ func (d *phaseDriver[Spec, Status, S, P]) read(ctx context.Context, key string, 
 	if err := inf.WaitForSync(ctx); err != nil {
 		return nil, err
 	}
-	if d.defects&defectNoGate == 0 && !d.ryw.Ready(key) {
+	if !d.ryw.Ready(key) {
 		// The cache lags behind the driver's last write: wait, but not
 		// for ever.
 		wait, cancel := context.WithTimeoutCause(ctx, d.wait, errCacheBehind)
@@ -95,9 +95,6 @@ func (d *phaseDriver[Spec, Status, S, P]) read(ctx context.Context, key string, 
 // its outcome could not be recorded over the newer one. A different
 // revision is a conflict: the reconcile reads the store and decides again.
 func (d *phaseDriver[Spec, Status, S, P]) confirm(ctx context.Context, obj *store.Object[Spec, Status]) error {
-	if d.defects&defectUnconfirmed != 0 {
-		return nil
-	}
 	doc, err := d.c.Backend().Get(ctx, d.c.Kind(), obj.Key)
 	if err != nil {
 		return err

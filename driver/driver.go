@@ -226,36 +226,7 @@ type Config[Spec, Status any] struct {
 	// Nil means every read goes to the store, and the driver's source runs
 	// an informer of its own.
 	Cache *informer.Factory
-
-	// defects are faults planted by this package's tests, to prove that a
-	// harness catches them. Never set outside those tests.
-	defects defect
 }
-
-// defect is a fault a test plants in a driver: a harness that never fails on
-// one proves nothing.
-type defect int
-
-const (
-	// defectNoBackoff retries a failed step at once: the retry time kept in
-	// status is ignored.
-	defectNoBackoff defect = 1 << iota
-	// defectRequestsLost records every request token as served the moment it
-	// is seen, whether or not an operation serves it.
-	defectRequestsLost
-	// defectOutcomeLost drops a step's outcome when its status write
-	// conflicts with a write made while the step ran.
-	defectOutcomeLost
-	// defectIDUnstored gives a document's first operation a new id, not the
-	// document's UID, and runs its first step before that id is stored.
-	defectIDUnstored
-	// defectNoGate reads the informer's cache without waiting for it to
-	// show the driver's own writes.
-	defectNoGate
-	// defectUnconfirmed runs a step on a document read from the cache
-	// without checking that the store still holds that revision.
-	defectUnconfirmed
-)
 
 // Driver is the [Reconciler] of documents governed by a
 // statemachine.Machine: for each key, it drives the document's Phase towards
@@ -443,7 +414,6 @@ func New[Spec HasIntent[S], Status any, S, P comparable](c *store.Collection[Spe
 		backoff:   cfg.Backoff,
 		tracing:   newDriverTracing(cfg.TracerProvider, c.Kind(), m),
 		history:   newDriverHistory(cfg.History, c.Kind()),
-		defects:   cfg.defects,
 	}
 	if d.backoff == nil {
 		d.backoff = workqueue.DefaultBackoff()
@@ -557,7 +527,6 @@ type phaseDriver[Spec HasIntent[S], Status any, S, P comparable] struct {
 	metrics   *phaseMetrics[S, P]  // nil when metrics are off
 	tracing   *driverTracing[S, P] // nil when tracing is off
 	history   *driverHistory       // nil when history is off
-	defects   defect               // planted by tests only
 	cached                         // the cache the driver reads, when it reads one
 	moveBufs  sync.Pool            // *[]move[S, P]: the moves of reconciles ended, for the next ones
 
@@ -732,12 +701,10 @@ func (w *unwritten[Status, S, P]) firstOperation() bool { return w.stored.Observ
 // phase's operation of a document whose status was never written, whose id
 // is the document's UID. An operation a rule begins (or resumes from a
 // failure) is not: after a crash, a changed intent may begin another.
-func (w *unwritten[Status, S, P]) durable(id, uid string, defects defect) bool {
+func (w *unwritten[Status, S, P]) durable(id, uid string) bool {
 	switch {
 	case w.step:
 		return false
-	case defects&defectIDUnstored != 0 && w.firstOperation():
-		return true
 	case w.stored.Operation != nil && w.stored.Operation.ID == id:
 		return true
 	}
@@ -759,7 +726,7 @@ func (d *phaseDriver[Spec, Status, S, P]) flush(ctx context.Context, log *zap.Lo
 	p := passAgain
 	moves := w.moves
 	written, encoded, err := d.writeEncoded(ctx, obj)
-	if w.step && errors.Is(err, store.ErrConflict) && d.defects&defectOutcomeLost == 0 {
+	if w.step && errors.Is(err, store.ErrConflict) {
 		at := *obj
 		at.Status = w.atStep
 		moves, p, encoded = moves[:w.atMove], passRedecide, nil
@@ -826,7 +793,7 @@ func (d *phaseDriver[Spec, Status, S, P]) pass(ctx context.Context, log *zap.Log
 	now := time.Now()
 	st := read
 	if op := st.Operation; op != nil && !op.RetryAt.IsZero() &&
-		(obj.Generation != st.ObservedGeneration || obj.Terminating() != st.ObservedDeletion || d.defects&defectNoBackoff != 0) {
+		(obj.Generation != st.ObservedGeneration || obj.Terminating() != st.ObservedDeletion) {
 		// A spec change or a deletion request retries a failed step at once.
 		retry := *op
 		retry.RetryAt = time.Time{}
@@ -870,7 +837,7 @@ func (d *phaseDriver[Spec, Status, S, P]) pass(ctx context.Context, log *zap.Log
 	r := statemachine.Report{Now: now}
 	switch {
 	case !d.m.NeedsOperationID(dec):
-	case dec.Action == statemachine.Begin && dec.Next == dec.Phase && w.firstOperation() && obj.UID != "" && d.defects&defectIDUnstored == 0:
+	case dec.Action == statemachine.Begin && dec.Next == dec.Phase && w.firstOperation() && obj.UID != "":
 		// The operation of the initial phase, begun on a status never
 		// written: a crash before the status is written begins it again,
 		// whatever the intent, so the UID, stored with the document, is
@@ -886,7 +853,7 @@ func (d *phaseDriver[Spec, Status, S, P]) pass(ctx context.Context, log *zap.Log
 			return d.remove(ctx, obj)
 		}
 	case statemachine.Run:
-		if !w.durable(dec.Operation.ID, obj.UID, d.defects) {
+		if !w.durable(dec.Operation.ID, obj.UID) {
 			// Store the operation's id and the earlier step's checkpoint
 			// before the step runs.
 			written, p, err := d.flush(ctx, log, obj, w)
@@ -975,9 +942,6 @@ func (d *phaseDriver[Spec, Status, S, P]) pass(ctx context.Context, log *zap.Log
 		}
 		err := fmt.Errorf("%s %q: step %s of operation %s (%v), attempt %d: %w", d.c.Kind(), obj.Key, dec.Step,
 			dec.Operation.ID, dec.Operation.Phase, next.Operation.Attempts, cmp.Or(r.Err, errors.New(r.Outcome.String())))
-		if d.defects&defectNoBackoff != 0 {
-			return end(controller.Result{}, controller.RetryAfter(err, 0))
-		}
 		return end(controller.Result{}, controller.RetryAfter(err, until(r.Now, next.Operation.RetryAt.Sub(r.Now), dec.Deadline)))
 	}
 	return end(controller.Result{}, nil)
@@ -1012,12 +976,6 @@ func (d *phaseDriver[Spec, Status, S, P]) fold(obj *store.Object[Spec, Status], 
 	for _, name := range d.requests {
 		// An operator's request command is a token beside the spec's.
 		st = st.Request(name, slices.Concat(reqs[name], st.RequestCommands(name))...)
-	}
-	if d.defects&defectRequestsLost != 0 {
-		st.Requests = slices.Clone(st.Requests)
-		for i := range st.Requests {
-			st.Requests[i].Served = slices.Clone(st.Requests[i].Tokens)
-		}
 	}
 	for _, name := range d.computed {
 		st = st.Due(name, d.timers[name](obj))

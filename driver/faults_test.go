@@ -3,9 +3,12 @@ package driver_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tendhq/tend/driver"
 	sm "github.com/tendhq/tend/statemachine"
@@ -25,13 +28,14 @@ type faultyStore struct {
 	store.Backend
 	coll *store.Collection[gwSpec, gwStatus] // decodes and encodes statuses
 
-	// read rewrites a status the driver reads; nil: none.
-	read func(key string, st *gwStatus)
-	// write rewrites st, a status the driver writes over stored, or reports
-	// it lost: acknowledged as written, and never stored. conflict is
-	// whether the write is based on a revision no longer stored (it fails,
-	// whatever write does). Nil: none.
-	write func(key string, stored, st *gwStatus, conflict bool) (lost bool)
+	// read rewrites the status of obj, a document the driver reads; nil:
+	// none.
+	read func(obj *gwObject)
+	// write rewrites st, a status the driver writes over the document
+	// stored, or reports it lost: acknowledged as written, and never
+	// stored. conflict is whether the write is based on a revision no
+	// longer stored (it fails, whatever write does). Nil: none.
+	write func(stored *gwObject, st *gwStatus, conflict bool) (lost bool)
 	// unseen reports whether the driver's watch loses an event of key;
 	// wrote is whether the driver wrote the document before. Nil: none.
 	unseen func(key string, wrote bool) bool
@@ -68,7 +72,7 @@ func (b *faultyStore) rewrite(doc store.Document) (store.Document, error) {
 	if err != nil {
 		return doc, err
 	}
-	b.read(doc.Meta.Key, &obj.Status)
+	b.read(obj)
 	enc, err := b.coll.EncodeStatus(obj)
 	doc.Status = enc.Status
 	return doc, err
@@ -89,7 +93,7 @@ func (b *faultyStore) UpdateStatus(ctx context.Context, doc store.Document) (sto
 		return store.Document{}, err
 	}
 	conflict := cur.Meta.Revision != doc.Meta.Revision
-	if b.write(doc.Meta.Key, &stored.Status, &next.Status, conflict) && !conflict {
+	if b.write(stored, &next.Status, conflict) && !conflict {
 		cur.Status = doc.Status
 		return cur, nil
 	}
@@ -177,9 +181,9 @@ func (f *gwFixture) driverWith(t testing.TB, cfg driver.Config[gwSpec, gwStatus]
 // it were not.
 func pauseIgnored(b store.Backend, coll *store.Collection[gwSpec, gwStatus]) store.Backend {
 	return &faultyStore{Backend: b, coll: coll,
-		read: func(_ string, st *gwStatus) { st.Paused = nil },
-		write: func(_ string, stored, st *gwStatus, _ bool) bool {
-			st.Paused = stored.Paused
+		read: func(obj *gwObject) { obj.Status.Paused = nil },
+		write: func(stored *gwObject, st *gwStatus, _ bool) bool {
+			st.Paused = stored.Status.Paused
 			return false
 		}}
 }
@@ -187,7 +191,7 @@ func pauseIgnored(b store.Backend, coll *store.Collection[gwSpec, gwStatus]) sto
 // commandLost hides the operator's commands from the driver's reads: the
 // driver's next write removes them without carrying them out.
 func commandLost(b store.Backend, coll *store.Collection[gwSpec, gwStatus]) store.Backend {
-	return &faultyStore{Backend: b, coll: coll, read: func(_ string, st *gwStatus) { st.Commands = nil }}
+	return &faultyStore{Backend: b, coll: coll, read: func(obj *gwObject) { obj.Status.Commands = nil }}
 }
 
 // operatorEcho loses every watch event of a document the driver wrote
@@ -201,14 +205,97 @@ func operatorEcho(b store.Backend, coll *store.Collection[gwSpec, gwStatus]) sto
 // flight: a step runs before the checkpoint of the step before it is
 // stored, and checkpoints ride on the write that settles the document.
 func checkpointDropped(b store.Backend, coll *store.Collection[gwSpec, gwStatus]) store.Backend {
-	return &faultyStore{Backend: b, coll: coll, write: func(_ string, _, st *gwStatus, _ bool) bool { return st.Operation != nil }}
+	return &faultyStore{Backend: b, coll: coll, write: func(_ *gwObject, st *gwStatus, _ bool) bool { return st.Operation != nil }}
 }
 
-// idUnstored loses each status write that stores a new operation's id: the
+// idUnstored loses each status write that stores a new operation's id
+// other than the document's UID (which is stored with the document): the
 // operation's first step runs before its id is stored.
 func idUnstored(b store.Backend, coll *store.Collection[gwSpec, gwStatus]) store.Backend {
-	return &faultyStore{Backend: b, coll: coll, write: func(_ string, stored, st *gwStatus, _ bool) bool {
-		return st.Operation != nil && stored.Operation != nil && stored.Operation.ID != st.Operation.ID
+	return &faultyStore{Backend: b, coll: coll, write: func(stored *gwObject, st *gwStatus, _ bool) bool {
+		return st.Operation != nil && st.Operation.ID != stored.UID &&
+			(stored.Status.Operation == nil || stored.Status.Operation.ID != st.Operation.ID)
+	}}
+}
+
+// retryTimeLost hides the retry time of a failed step from the driver's
+// reads, and writes the document's labels after each status write that
+// stores one, as another tool might: the write queues the document again at
+// once, and the driver retries the step before its backoff allows.
+func retryTimeLost(b store.Backend, coll *store.Collection[gwSpec, gwStatus]) store.Backend {
+	fs := &faultyStore{Backend: b, coll: coll, read: func(obj *gwObject) {
+		if op := obj.Status.Operation; op != nil {
+			retry := *op
+			retry.RetryAt = time.Time{}
+			obj.Status.Operation = &retry
+		}
+	}}
+	return &touchedStore{faultyStore: fs, after: func(st *gwStatus) bool {
+		return st.Operation != nil && !st.Operation.RetryAt.IsZero()
+	}}
+}
+
+// touchedStore is a faulty store that writes the labels of a document
+// after each status write of the driver that after picks, as another tool
+// might: the document changes under the driver, which queues it again.
+type touchedStore struct {
+	*faultyStore
+	after func(st *gwStatus) bool
+}
+
+func (b *touchedStore) UpdateStatus(ctx context.Context, doc store.Document) (store.Document, error) {
+	written, err := b.faultyStore.UpdateStatus(ctx, doc)
+	if err != nil {
+		return written, err
+	}
+	obj, err := b.coll.Decode(written)
+	if err != nil || !b.after(&obj.Status) {
+		return written, err
+	}
+	touched := written.Clone()
+	if touched.Meta.Labels == nil {
+		touched.Meta.Labels = map[string]string{}
+	}
+	touched.Meta.Labels["touched"] = fmt.Sprint(written.Meta.Revision)
+	_, _ = b.Backend.UpdateSpec(ctx, touched) // a conflict: someone else wrote it already
+	return written, nil
+}
+
+// requestsServedUnseen shows the driver each request token the document
+// carries (in its spec, or an operator's request command) as served
+// already: the driver's next write records it served without an operation
+// carrying it.
+func requestsServedUnseen(b store.Backend, coll *store.Collection[gwSpec, gwStatus]) store.Backend {
+	return &faultyStore{Backend: b, coll: coll, read: func(obj *gwObject) {
+		st, spec := &obj.Status.Status, obj.Spec.Requests()
+		names := slices.Collect(maps.Keys(spec))
+		for _, c := range st.Commands {
+			if c.Verb == sm.VerbRequest {
+				names = append(names, c.Request)
+			}
+		}
+		for _, name := range names {
+			*st = st.Request(name, slices.Concat(spec[name], st.RequestCommands(name))...)
+		}
+		for i := range st.Requests {
+			st.Requests[i].Served = slices.Clone(st.Requests[i].Tokens)
+		}
+	}}
+}
+
+// outcomeLost loses the first status write of a document after one that
+// conflicted: the outcome of a step, recorded over a write made while the
+// step ran, is acknowledged and never stored, and the driver, deciding
+// again on what is stored, runs the step again before its backoff allows.
+func outcomeLost(b store.Backend, coll *store.Collection[gwSpec, gwStatus]) store.Backend {
+	var mu sync.Mutex // guards conflicted
+	conflicted := map[string]bool{}
+	return &faultyStore{Backend: b, coll: coll, write: func(stored *gwObject, _ *gwStatus, conflict bool) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		lost := !conflict && conflicted[stored.Key]
+		conflicted[stored.Key] = conflict
+		return lost
 	}}
 }
 
@@ -229,8 +316,9 @@ func operatorOverwritten(b store.Backend, coll *store.Collection[gwSpec, gwStatu
 		defer mu.Unlock()
 		last[key] = fields{st.Paused, slices.Clone(st.Commands)}
 	}
-	return &faultyStore{Backend: b, coll: coll, read: seen,
-		write: func(key string, _, st *gwStatus, conflict bool) bool {
+	return &faultyStore{Backend: b, coll: coll, read: func(obj *gwObject) { seen(obj.Key, &obj.Status) },
+		write: func(stored *gwObject, st *gwStatus, conflict bool) bool {
+			key := stored.Key
 			mu.Lock()
 			if conflict {
 				frozen[key] = last[key]

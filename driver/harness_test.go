@@ -9,11 +9,13 @@ import (
 	"github.com/tendhq/tend/manager"
 
 	"github.com/tendhq/tend/driver/drivertest"
+	"github.com/tendhq/tend/store"
 )
 
 // harnessConfig is the driver harness's configuration of the gateway
-// machine over gwWorld, with defects planted in its driver.
-func harnessConfig(t testing.TB, defects ...driver.Defect) drivertest.Config[gwSpec, gwStatus, gwState, gwPhase] {
+// machine over gwWorld, with plant, if any, planted around each replica's
+// driver.
+func harnessConfig(t testing.TB, plant fault) drivertest.Config[gwSpec, gwStatus, gwState, gwPhase] {
 	return drivertest.Config[gwSpec, gwStatus, gwState, gwPhase]{
 		Machine: gatewayMachine(t),
 		Kind:    "ApiGateway",
@@ -21,10 +23,16 @@ func harnessConfig(t testing.TB, defects ...driver.Defect) drivertest.Config[gwS
 			w := newGWWorld()
 			w.startDelay = time.Duration(env.Rand.Int64N(int64(30 * time.Second)))
 			cfg := driver.Config[gwSpec, gwStatus]{Steps: w.steps(), Observers: w.observers(), WaitInterval: time.Second}
-			for _, d := range defects {
-				cfg = driver.Planted(cfg, d)
+			world := drivertest.Fixture[gwSpec, gwStatus]{Driver: cfg}
+			if plant != nil {
+				// The fault decodes statuses with a collection of its own.
+				coll, err := store.NewCollection[gwSpec, gwStatus](env.Backend, "ApiGateway", store.CollectionConfig{})
+				if err != nil {
+					return world, err
+				}
+				world.Backend = func(b store.Backend) store.Backend { return plant(b, coll) }
 			}
-			return drivertest.Fixture[gwSpec, gwStatus]{Driver: cfg}, nil
+			return world, nil
 		},
 		// As the gateway's API: a restart is asked for with a new token,
 		// so Restarting set again without one asks for none.
@@ -36,24 +44,25 @@ func harnessConfig(t testing.TB, defects ...driver.Defect) drivertest.Config[gwS
 // The gateway's real driver passes the harness: random runs and the
 // exhaustive search.
 func TestHarnessGateway(t *testing.T) {
-	drivertest.Check(t, harnessConfig(t))
+	drivertest.Check(t, harnessConfig(t, nil))
 }
 
 func TestHarnessGatewayExplored(t *testing.T) {
-	drivertest.Explore(t, harnessConfig(t), 2)
+	drivertest.Explore(t, harnessConfig(t, nil), 2)
 }
 
-// plantedDriverDefects are the defects planted in the driver itself, and
-// what the harness reports for each.
+// plantedDriverDefects are the faults planted around each replica's
+// driver, in the store it reads and writes, and what the harness reports
+// for each.
 var plantedDriverDefects = []struct {
-	name   string
-	defect driver.Defect
-	want   string
+	name  string
+	plant fault
+	want  string
 }{
-	{"a failed step is retried at once", driver.DefectNoBackoff, "before its stored retry time"},
-	{"a request is recorded served without an operation", driver.DefectRequestsLost, "no operation carried it"},
-	{"a step's outcome is lost to a write made while it ran", driver.DefectOutcomeLost, "its backoff allows"},
-	{"a first operation's step runs before its id is stored", driver.DefectIDUnstored, "not the operation stored"},
+	{"a failed step is retried at once", retryTimeLost, "before its stored retry time"},
+	{"a request is recorded served without an operation", requestsServedUnseen, "no operation carried it"},
+	{"a step's outcome is lost to a write made while it ran", outcomeLost, "its backoff allows"},
+	{"an operation's step runs before its id is stored", idUnstored, "not the operation stored"},
 }
 
 // The exhaustive search finds each defect planted in the driver, on every
@@ -62,7 +71,7 @@ var plantedDriverDefects = []struct {
 func TestHarnessFindsDriverDefects(t *testing.T) {
 	for _, tt := range plantedDriverDefects {
 		t.Run(tt.name, func(t *testing.T) {
-			f, err := drivertest.Search(t, harnessConfig(t, tt.defect), 5)
+			f, err := drivertest.Search(t, harnessConfig(t, tt.plant), 5)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -89,7 +98,7 @@ func TestHarnessRandomRunsFindDriverDefects(t *testing.T) {
 			for seed := range 100 {
 				for c := range 100 {
 					runs++
-					f, err := drivertest.RunOne(t, harnessConfig(t, tt.defect), seed*100+c)
+					f, err := drivertest.RunOne(t, harnessConfig(t, tt.plant), seed*100+c)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -114,7 +123,7 @@ func TestHarnessRandomRunsFindDriverDefects(t *testing.T) {
 // The same with two replicas sharing the keys through leases, and a third
 // of every step call failing in the world itself.
 func TestHarnessGatewayReplicas(t *testing.T) {
-	cfg := harnessConfig(t)
+	cfg := harnessConfig(t, nil)
 	cfg.Replicas, cfg.Mode = 2, manager.Sharded
 	drivertest.Check(t, cfg)
 }

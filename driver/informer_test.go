@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -155,23 +156,30 @@ func runFactory(t *testing.T, f *informer.Factory) func() {
 }
 
 // cachedGateway returns a store under observation, a fixture on it, and a
-// driver reading the store's cache, with defect planted when planted is
-// set, once the cache shows a gateway gw created with intent Running. It
+// driver reading a cache of it, once the cache shows a gateway gw created
+// with intent Running. The cache lists and watches through cached, a
+// wrapper of the store (the store itself when nil), and the driver is
+// built by the fixture with plant(cache) around it (none when nil). It
 // runs in t's synctest bubble; the cache stops with t.
-func cachedGateway(t *testing.T, planted bool, defect driver.Defect) (*observed, *gwFixture, *driver.Driver[gwSpec, gwStatus]) {
+func cachedGateway(t *testing.T, cached func(o *observed) informer.ListWatcher, plant func(cache *informer.Factory) fault) (*observed, *gwFixture, *driver.Driver[gwSpec, gwStatus]) {
 	t.Helper()
 	o := newObserved(t, "ApiGateway")
 	fx := newGWFixtureOn(t, o.Store, o)
-	f, err := informer.NewFactory(o, informer.FactoryConfig{})
+	var lw informer.ListWatcher = o
+	if cached != nil {
+		lw = cached(o)
+	}
+	f, err := informer.NewFactory(lw, informer.FactoryConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := fx.config()
 	cfg.Cache = f
-	if planted {
-		cfg = driver.Planted(cfg, defect)
+	var plantF fault
+	if plant != nil {
+		plantF = plant(f)
 	}
-	d := fx.driver(t, cfg)
+	d := fx.driverWith(t, cfg, plantF)
 	fx.create(t, "gw", gwRunning)
 	t.Cleanup(runFactory(t, f))
 	synctest.Wait()
@@ -180,36 +188,53 @@ func cachedGateway(t *testing.T, planted bool, defect driver.Defect) (*observed,
 
 // A driver that reads from a cache reconciles again before the cache shows
 // its last write: the read-your-writes gate makes the read wait, so the
-// driver never writes from a view older than its own writes. Planting the
-// defect that skips the gate makes the driver write from its stale view.
+// driver never writes from a view older than its own writes. A cache whose
+// watch loses the driver's write, yet shows a later write to another
+// document, opens the gate on a view without the driver's write, as if
+// there were no gate: the driver writes from its stale view.
 func TestDriverCacheReadsYourWrites(t *testing.T) {
 	for _, planted := range []bool{false, true} {
-		t.Run(fmt.Sprintf("gate removed=%v", planted), func(t *testing.T) {
+		t.Run(fmt.Sprintf("gate fooled=%v", planted), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				o, fx, d := cachedGateway(t, planted, driver.DefectNoGate)
+				var losing atomic.Bool // the cache's watch loses gw's events
+				var cached func(o *observed) informer.ListWatcher
+				if planted {
+					cached = func(o *observed) informer.ListWatcher {
+						return &faultyStore{Backend: o, unseen: func(key string, _ bool) bool { return key == "gw" && losing.Load() }}
+					}
+				}
+				o, fx, d := cachedGateway(t, cached, nil)
 
-				o.hold() // the cache sees none of the driver's writes for now
+				if planted {
+					losing.Store(true)
+				} else {
+					o.hold() // the cache sees none of the driver's writes for now
+				}
 				if _, err := d.Reconcile(t.Context(), "gw"); err != nil {
 					t.Fatal(err)
 				}
 				if got := fx.get(t, "gw").Status.Phase; got != phStarted {
 					t.Fatalf("phase %v after the first reconcile, want Started", got)
 				}
+				fx.create(t, "other", gwStopped) // a later revision, for the cache to show
+				synctest.Wait()
 				done := make(chan error, 1)
 				go func() {
 					_, err := d.Reconcile(t.Context(), "gw")
 					done <- err
 				}()
 				synctest.Wait()
-				o.release()
+				if !planted {
+					o.release()
+				}
 				synctest.Wait()
 				err := <-done
 				stale := o.staleWrites()
 				if planted {
 					if len(stale) == 0 {
-						t.Fatal("without the gate the driver wrote from no stale view: the test cannot see the gate")
+						t.Fatal("with the gate fooled the driver wrote from no stale view: the test cannot see the gate")
 					}
-					t.Logf("without the gate: %q (reconcile error: %v)", stale, err)
+					t.Logf("with the gate fooled: %q (reconcile error: %v)", stale, err)
 					return
 				}
 				if err != nil {
@@ -235,16 +260,54 @@ func TestDriverCacheReadsYourWrites(t *testing.T) {
 	}
 }
 
+// cacheReads is a fault that, once on is set, answers the driver's reads
+// of a document from cache, the cache the driver reads too: the check of
+// the stored revision before a step always agrees with the cache.
+func cacheReads(on *atomic.Bool) func(cache *informer.Factory) fault {
+	return func(cache *informer.Factory) fault {
+		return func(b store.Backend, _ *store.Collection[gwSpec, gwStatus]) store.Backend {
+			return &cachedReads{Backend: b, cache: cache, on: on}
+		}
+	}
+}
+
+// cachedReads is a store whose Get answers from a cache while on is set.
+type cachedReads struct {
+	store.Backend
+	cache *informer.Factory
+	on    *atomic.Bool
+}
+
+func (b *cachedReads) Get(ctx context.Context, kind, key string) (store.Document, error) {
+	if !b.on.Load() {
+		return b.Backend.Get(ctx, kind, key)
+	}
+	inf, err := b.cache.For(kind)
+	if err != nil {
+		return store.Document{}, err
+	}
+	doc, ok := inf.Get(key)
+	if !ok {
+		return store.Document{}, &store.Error{Op: "get", Kind: kind, Key: key, Err: store.ErrNotFound}
+	}
+	return doc.Clone(), nil
+}
+
 // A step runs only on a revision the store still holds: a driver whose
 // cache has not seen another replica's writes (the replica that led before
 // it) reads the store before running a step, and decides on what is stored
-// instead of running again the steps the other replica did. Planting the
-// defect that skips the check makes it repeat them.
+// instead of running again the steps the other replica did. A store that
+// answers that read from the cache makes it repeat them.
 func TestDriverConfirmsTheCacheBeforeAStep(t *testing.T) {
 	for _, planted := range []bool{false, true} {
-		t.Run(fmt.Sprintf("check removed=%v", planted), func(t *testing.T) {
+		t.Run(fmt.Sprintf("store read from the cache=%v", planted), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				o, fx, cached := cachedGateway(t, planted, driver.DefectUnconfirmed)
+				var fromCache atomic.Bool // set once the cache falls behind
+				var plant func(*informer.Factory) fault
+				if planted {
+					plant = cacheReads(&fromCache)
+				}
+				o, fx, cached := cachedGateway(t, nil, plant)
 
 				// The cached driver does the first step and fails the
 				// second once: its checkpoint is stored, and its cache shows it.
@@ -262,7 +325,8 @@ func TestDriverConfirmsTheCacheBeforeAStep(t *testing.T) {
 				}
 				synctest.Wait()
 
-				o.hold()                // the cache sees nothing of what the other replica writes
+				o.hold() // the cache sees nothing of what the other replica writes
+				fromCache.Store(planted)
 				time.Sleep(time.Second) // past the failed step's backoff
 				other := fx.driver(t, fx.config())
 				if _, err := other.Reconcile(t.Context(), "gw"); err != nil {
@@ -280,9 +344,9 @@ func TestDriverConfirmsTheCacheBeforeAStep(t *testing.T) {
 				}
 				if planted {
 					if len(repeated) == 0 {
-						t.Fatalf("without the check no step ran again: the test cannot see the check (steps %q, done %q, err %v)", fx.world.stepsRun("gw"), done, err)
+						t.Fatalf("with the store read from the cache no step ran again: the test cannot see the check (steps %q, done %q, err %v)", fx.world.stepsRun("gw"), done, err)
 					}
-					t.Logf("without the check, ran again: %q (reconcile error: %v)", repeated, err)
+					t.Logf("with the store read from the cache, ran again: %q (reconcile error: %v)", repeated, err)
 					return
 				}
 				if err != nil {

@@ -101,6 +101,16 @@ type Fixture[Spec, Status any] struct {
 	// calls, and builds the driver on each replica's view of the store.
 	Driver driver.Config[Spec, Status]
 
+	// Backend wraps a replica's view b of the store into the store its
+	// driver reads, writes and watches through: a fault injected around the
+	// driver, never in it (a store that loses writes, shows a stale status
+	// or re-orders events), to prove that the harness's checks catch what
+	// the fault makes the driver do, or that the driver survives it. It is
+	// called for each incarnation of each replica; the world's sources and
+	// controllers, and the harness's own checks, see b as it is. Nil means
+	// the driver uses b.
+	Backend func(b store.Backend) store.Backend
+
 	// Sources returns the driver's controller's sources beside the
 	// driver's own (controller.Owns for the kinds its steps create), over a
 	// replica's view b of the store. Optional.

@@ -197,7 +197,11 @@ func (r *run[Spec, Status, S, P]) start(id int) error {
 		}
 		return nil
 	}}
-	coll, err := store.NewCollection[Spec, Status](v, r.cfg.Kind, store.CollectionConfig{})
+	var b store.Backend = v
+	if r.world.Backend != nil {
+		b = r.world.Backend(v)
+	}
+	coll, err := store.NewCollection[Spec, Status](b, r.cfg.Kind, store.CollectionConfig{})
 	if err != nil {
 		return err
 	}
