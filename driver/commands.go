@@ -14,15 +14,15 @@ import (
 // commands carries out the operator commands of read, obj's machine status
 // as read (see statemachine.Machine.ApplyCommands), in one write of their
 // effects and their removal. It returns the object as written with
-// passAgain, what the reconcile ends with, or nil and passAgain when there
+// turnDecide, what the reconcile ends with, or nil and turnDecide when there
 // was nothing to carry out (a request command waits for its token to be
 // served, and is removed by the write that records it served).
-func (d *phaseDriver[Spec, Status, S, P]) commands(ctx context.Context, log *zap.Logger, obj *store.Object[Spec, Status], w *unwritten[Status, S, P], read statemachine.Status[S, P]) (*store.Object[Spec, Status], pass, error) {
+func (d *phaseDriver[Spec, Status, S, P]) commands(ctx context.Context, log *zap.Logger, obj *store.Object[Spec, Status], w *unwritten[Status, S, P], read statemachine.Status[S, P]) (*store.Object[Spec, Status], turn, error) {
 	now := time.Now()
 	intent := d.intent(obj)
 	next, outcomes := d.m.ApplyCommands(intent, read, now)
 	if len(outcomes) == 0 {
-		return nil, passAgain, nil
+		return nil, turnDecide, nil
 	}
 	*machineStatusOf[S, P](&obj.Status) = next
 	w.moves = append(w.moves, move[S, P]{intent: intent, read: read, next: next, now: now, commands: outcomes})

@@ -580,14 +580,14 @@ func (d *phaseDriver[Spec, Status, S, P]) intent(obj *store.Object[Spec, Status]
 	return obj.Spec.Intent()
 }
 
-// pass is what one decision led to.
-type pass int
+// turn is what the reconcile does after a pass over one decision.
+type turn int
 
 const (
-	passAgain    pass = iota // decide again on the object as it now is
-	passRedecide             // a step's outcome alone was written: decide again on it
-	passReread               // a write conflicted: read the object again
-	passEnd                  // the reconcile ends with the result and error given
+	turnDecide   turn = iota // decide again on the object as it now is
+	turnRedecide             // a step's outcome alone was written: decide again on it
+	turnReread               // a write conflicted: read the object again
+	turnEnd                  // the reconcile ends with the result and error given
 )
 
 func (d *phaseDriver[Spec, Status, S, P]) reconcile(ctx context.Context, key string) (controller.Result, error) {
@@ -631,9 +631,9 @@ func (d *phaseDriver[Spec, Status, S, P]) reconcile(ctx context.Context, key str
 		next, p, res, err := d.pass(pctx, plog, obj, &w)
 		err = sc.Error(err)
 		switch p {
-		case passEnd:
+		case turnEnd:
 			return res, err
-		case passReread:
+		case turnReread:
 			if conflicts++; conflicts > d.conflicts {
 				return controller.Result{}, err
 			}
@@ -642,7 +642,7 @@ func (d *phaseDriver[Spec, Status, S, P]) reconcile(ctx context.Context, key str
 			obj = next
 		}
 	}
-	if _, p, err := d.flush(ctx, log, obj, &w); p == passReread || p == passEnd {
+	if _, p, err := d.flush(ctx, log, obj, &w); p == turnReread || p == turnEnd {
 		return controller.Result{}, err
 	}
 	return controller.Result{RequeueAfter: d.progress}, nil
@@ -713,33 +713,33 @@ func (w *unwritten[Status, S, P]) durable(id, uid string) bool {
 
 // flush writes obj's status if its machine part differs from the stored
 // one, and reports the moves it stores. It returns obj as written with
-// passAgain, or passReread after a conflict, or passEnd with the error
+// turnDecide, or turnReread after a conflict, or turnEnd with the error
 // (none when the document is gone). A write that conflicts while it holds
 // a step's outcome records that outcome alone onto the document as it now
-// is (see recordOver) and returns passRedecide: what was decided after the
+// is (see recordOver) and returns turnRedecide: what was decided after the
 // step is dropped, to be decided again on what is stored.
-func (d *phaseDriver[Spec, Status, S, P]) flush(ctx context.Context, log *zap.Logger, obj *store.Object[Spec, Status], w *unwritten[Status, S, P]) (_ *store.Object[Spec, Status], _ pass, err error) {
+func (d *phaseDriver[Spec, Status, S, P]) flush(ctx context.Context, log *zap.Logger, obj *store.Object[Spec, Status], w *unwritten[Status, S, P]) (_ *store.Object[Spec, Status], _ turn, err error) {
 	if !w.step && d.machineStatus(obj).Equal(w.stored) {
 		w.moves = w.moves[:0]
-		return obj, passAgain, nil
+		return obj, turnDecide, nil
 	}
-	p := passAgain
+	p := turnDecide
 	moves := w.moves
 	written, encoded, err := d.writeEncoded(ctx, obj)
 	if w.step && errors.Is(err, store.ErrConflict) {
 		at := *obj
 		at.Status = w.atStep
-		moves, p, encoded = moves[:w.atMove], passRedecide, nil
+		moves, p, encoded = moves[:w.atMove], turnRedecide, nil
 		written, err = d.recordOver(ctx, &at, w.before, w.beforeSt)
 	}
 	switch {
 	case errors.Is(err, store.ErrConflict):
-		return nil, passReread, err
+		return nil, turnReread, err
 	case errors.Is(err, store.ErrNotFound):
 		d.gone(obj.Key)
-		return nil, passEnd, nil
+		return nil, turnEnd, nil
 	case err != nil:
-		return nil, passEnd, err
+		return nil, turnEnd, err
 	}
 	for _, m := range moves {
 		d.report(ctx, log, written.Key, m.intent, m.read, m.next, m.now)
@@ -751,66 +751,125 @@ func (d *phaseDriver[Spec, Status, S, P]) flush(ctx context.Context, log *zap.Lo
 }
 
 // pass acts on one decision for obj. It returns the object as written (for
-// passAgain), or what the reconcile ends with.
-func (d *phaseDriver[Spec, Status, S, P]) pass(ctx context.Context, log *zap.Logger, obj *store.Object[Spec, Status], w *unwritten[Status, S, P]) (*store.Object[Spec, Status], pass, controller.Result, error) {
-	// end ends the reconcile once what it decided is stored.
-	end := func(res controller.Result, err error) (*store.Object[Spec, Status], pass, controller.Result, error) {
-		if written, p, ferr := d.flush(ctx, log, obj, w); p != passAgain {
-			return written, p, controller.Result{}, ferr
-		}
-		return nil, passEnd, res, err
-	}
+// turnDecide), or what the reconcile ends with: it holds for an operator or
+// the finalizer (held), decides (decide), acts on the decision (act), keeps
+// the status it leads to (keep), and says what comes next (then).
+func (d *phaseDriver[Spec, Status, S, P]) pass(ctx context.Context, log *zap.Logger, obj *store.Object[Spec, Status], w *unwritten[Status, S, P]) (*store.Object[Spec, Status], turn, controller.Result, error) {
 	read := d.machineStatus(obj)
+	if x := d.held(ctx, log, obj, w, read); x != nil {
+		return x.values()
+	}
+	c, x := d.decide(ctx, log, obj, w, read)
+	if x != nil {
+		return x.values()
+	}
+	obj, r, before, x := d.act(ctx, log, obj, w, c)
+	if x != nil {
+		return x.values()
+	}
+	next, x := d.keep(ctx, log, obj, w, c, r, before)
+	if x != nil {
+		return x.values()
+	}
+	return d.then(ctx, log, obj, w, c, r, next).values()
+}
+
+// exit is what a pass ends with: the object as written (for turnDecide and
+// turnRedecide), what the reconcile does next, and its result and error.
+type exit[Spec, Status any] struct {
+	obj  *store.Object[Spec, Status]
+	turn turn
+	res  controller.Result
+	err  error
+}
+
+func (x *exit[Spec, Status]) values() (*store.Object[Spec, Status], turn, controller.Result, error) {
+	return x.obj, x.turn, x.res, x.err
+}
+
+// exitOf makes an exit of what a function of the driver returned.
+func exitOf[Spec, Status any](obj *store.Object[Spec, Status], t turn, res controller.Result, err error) *exit[Spec, Status] {
+	return &exit[Spec, Status]{obj: obj, turn: t, res: res, err: err}
+}
+
+// end ends the reconcile with res and err once what it decided is stored.
+func (d *phaseDriver[Spec, Status, S, P]) end(ctx context.Context, log *zap.Logger, obj *store.Object[Spec, Status], w *unwritten[Status, S, P], res controller.Result, err error) *exit[Spec, Status] {
+	if written, t, ferr := d.flush(ctx, log, obj, w); t != turnDecide {
+		return exitOf(written, t, controller.Result{}, ferr)
+	}
+	return exitOf[Spec, Status](nil, turnEnd, res, err)
+}
+
+// held returns how the pass ends when no decision is to be made yet: the
+// document is paused by an operator, its operators' commands were carried
+// out, or its finalizer is to be added (or another controller's deletion
+// is to finish). It returns nil when the machine may decide.
+func (d *phaseDriver[Spec, Status, S, P]) held(ctx context.Context, log *zap.Logger, obj *store.Object[Spec, Status], w *unwritten[Status, S, P], read statemachine.Status[S, P]) *exit[Spec, Status] {
 	if read.Paused != nil {
 		// Held by an operator: no decision, no write, no timer. Whatever
 		// this reconcile decided before is stored (the status was read
 		// again since), and the operator's next write queues it again.
 		d.metrics.paused(obj.Key, true)
-		return nil, passEnd, controller.Result{}, nil
+		return exitOf[Spec, Status](nil, turnEnd, controller.Result{}, nil)
 	}
 	d.metrics.paused(obj.Key, false)
 	if len(read.Commands) > 0 {
-		if next, p, err := d.commands(ctx, log, obj, w, read); p != passAgain || next != nil {
-			return next, p, controller.Result{}, err
+		if next, t, err := d.commands(ctx, log, obj, w, read); t != turnDecide || next != nil {
+			return exitOf(next, t, controller.Result{}, err)
 		}
 	}
-	if d.final != nil {
-		switch finalizer.StageOf(&finObject[Spec, Status]{c: d.c, obj: obj}, d.finalizer) {
-		case finalizer.Absent:
-			fo := &finObject[Spec, Status]{c: d.c, obj: obj, echoes: &d.echoes}
-			if err := finalizer.Add(ctx, fo, d.finalizer); err != nil {
-				if errors.Is(err, store.ErrNotFound) || errors.Is(err, finalizer.ErrTerminating) {
-					return end(controller.Result{}, nil)
-				}
-				return end(controller.Result{}, err)
+	if d.final == nil {
+		return nil
+	}
+	switch finalizer.StageOf(&finObject[Spec, Status]{c: d.c, obj: obj}, d.finalizer) {
+	case finalizer.Absent:
+		fo := &finObject[Spec, Status]{c: d.c, obj: obj, echoes: &d.echoes}
+		if err := finalizer.Add(ctx, fo, d.finalizer); err != nil {
+			if errors.Is(err, store.ErrNotFound) || errors.Is(err, finalizer.ErrTerminating) {
+				return d.end(ctx, log, obj, w, controller.Result{}, nil)
 			}
-			return fo.obj, passAgain, controller.Result{}, nil
-		case finalizer.Finalized:
-			return end(controller.Result{}, nil) // another controller's deletion to finish
+			return d.end(ctx, log, obj, w, controller.Result{}, err)
 		}
+		return exitOf(fo.obj, turnDecide, controller.Result{}, nil)
+	case finalizer.Finalized:
+		return d.end(ctx, log, obj, w, controller.Result{}, nil) // another controller's deletion to finish
 	}
+	return nil
+}
 
-	now := time.Now()
-	st := read
-	if op := st.Operation; op != nil && !op.RetryAt.IsZero() &&
-		(obj.Generation != st.ObservedGeneration || obj.Terminating() != st.ObservedDeletion) {
+// choice is what a pass decided, and what it decided on.
+type choice[S, P comparable] struct {
+	read   statemachine.Status[S, P] // the machine's status as read
+	st     statemachine.Status[S, P] // read, with what the machine decides from beside the intent
+	intent S
+	dec    statemachine.Decision[S, P]
+	now    time.Time
+}
+
+// decide asks the machine what to do with obj, on fresh observations when
+// the decision depends on conditions.
+func (d *phaseDriver[Spec, Status, S, P]) decide(ctx context.Context, log *zap.Logger, obj *store.Object[Spec, Status], w *unwritten[Status, S, P], read statemachine.Status[S, P]) (choice[S, P], *exit[Spec, Status]) {
+	c := choice[S, P]{read: read, st: read, now: time.Now()}
+	if op := c.st.Operation; op != nil && !op.RetryAt.IsZero() &&
+		(obj.Generation != c.st.ObservedGeneration || obj.Terminating() != c.st.ObservedDeletion) {
 		// A spec change or a deletion request retries a failed step at once.
 		retry := *op
 		retry.RetryAt = time.Time{}
-		st.Operation = &retry
+		c.st.Operation = &retry
 	}
-	intent := d.intent(obj)
-	st = d.fold(obj, st)
-	dec, err := d.m.Decide(intent, st, now)
+	c.intent = d.intent(obj)
+	c.st = d.fold(obj, c.st)
+	var err error
+	c.dec, err = d.m.Decide(c.intent, c.st, c.now)
 	if errors.Is(err, statemachine.ErrUnknownState) {
-		return d.unknownIntent(ctx, log, obj, read, intent, err)
+		return c, exitOf(d.unknownIntent(ctx, log, obj, read, c.intent, err))
 	}
 	if err != nil {
-		return end(controller.Result{}, controller.Terminal(fmt.Errorf("%s %q: %w", d.c.Kind(), obj.Key, err)))
+		return c, d.end(ctx, log, obj, w, controller.Result{}, controller.Terminal(fmt.Errorf("%s %q: %w", d.c.Kind(), obj.Key, err)))
 	}
-	ps := d.phases[st.Phase]
+	ps := d.phases[c.st.Phase]
 	var judge []statemachine.Require
-	switch {
+	switch dec := c.dec; {
 	case dec.Action == statemachine.Wait || dec.Action == statemachine.Complete || (dec.Action == statemachine.Expire && dec.Step == ""):
 		// Judge the completion on fresh observations: one that holds by
 		// now wins over a deadline that has passed.
@@ -820,21 +879,32 @@ func (d *phaseDriver[Spec, Status, S, P]) pass(ctx context.Context, log *zap.Log
 		judge = ps.Health
 	}
 	if len(judge) > 0 {
-		if st, err = d.observe(ctx, obj, st, judge, now); err != nil {
+		if c.st, err = d.observe(ctx, obj, c.st, judge, c.now); err != nil {
 			// A failed read is retried when a successful one would have
 			// been: waiting is made of reads, and the error backoff is for
 			// actions. (A condition that needs several reads at once would
 			// otherwise see its retries back off while each pass fails.)
-			return end(controller.Result{}, controller.RetryAfter(err, until(now, d.waits.next(obj.Key, waitPoint(dec.Operation.ID, dec.Step, dec.Operation.Attempts), now, d.wait), dec.Deadline)))
+			dec := c.dec
+			wait := d.waits.next(obj.Key, waitPoint(dec.Operation.ID, dec.Step, dec.Operation.Attempts), c.now, d.wait)
+			return c, d.end(ctx, log, obj, w, controller.Result{}, controller.RetryAfter(err, until(c.now, wait, dec.Deadline)))
 		}
-		if dec, err = d.m.Decide(intent, st, now); err != nil {
-			return end(controller.Result{}, controller.Terminal(fmt.Errorf("%s %q: %w", d.c.Kind(), obj.Key, err)))
+		if c.dec, err = d.m.Decide(c.intent, c.st, c.now); err != nil {
+			return c, d.end(ctx, log, obj, w, controller.Result{}, controller.Terminal(fmt.Errorf("%s %q: %w", d.c.Kind(), obj.Key, err)))
 		}
 	}
-	d.settledMoves(log, obj.Key, dec, st)
-	d.recordSettled(ctx, obj, dec, st)
+	d.settledMoves(log, obj.Key, c.dec, c.st)
+	d.recordSettled(ctx, obj, c.dec, c.st)
+	return c, nil
+}
 
-	r := statemachine.Report{Now: now}
+// act carries out the decision c: it names the operation an operation's
+// begin needs, removes a document that reached its final pair, and runs a
+// step once what a crash would need is stored and the store confirms the
+// document the step runs on. It returns the object acted on, the report of
+// what happened, and the stored status a step started from (encoded).
+func (d *phaseDriver[Spec, Status, S, P]) act(ctx context.Context, log *zap.Logger, obj *store.Object[Spec, Status], w *unwritten[Status, S, P], c choice[S, P]) (*store.Object[Spec, Status], statemachine.Report, []byte, *exit[Spec, Status]) {
+	dec := c.dec
+	r := statemachine.Report{Now: c.now}
 	switch {
 	case !d.m.NeedsOperationID(dec):
 	case dec.Action == statemachine.Begin && dec.Next == dec.Phase && w.firstOperation() && obj.UID != "":
@@ -846,74 +916,90 @@ func (d *phaseDriver[Spec, Status, S, P]) pass(ctx context.Context, log *zap.Log
 	default:
 		r.OperationID = d.newID()
 	}
-	var before []byte // the stored status a step started from
 	switch dec.Action {
 	case statemachine.Nothing:
 		if dec.Final {
-			return d.remove(ctx, obj)
+			return obj, r, nil, exitOf(d.remove(ctx, obj))
 		}
+		return obj, r, nil, nil
 	case statemachine.Run:
-		if !w.durable(dec.Operation.ID, obj.UID) {
-			// Store the operation's id and the earlier step's checkpoint
-			// before the step runs.
-			written, p, err := d.flush(ctx, log, obj, w)
-			if p != passAgain {
-				return written, p, controller.Result{}, err
-			}
-			obj = written
-		}
-		if w.cached {
-			if err := d.confirm(ctx, obj); err != nil {
-				return nil, passReread, controller.Result{}, err
-			}
-			w.cached = false
-		}
-		if w.encoded == nil {
-			stored := *obj
-			stored.Status = w.status
-			doc, err := d.c.EncodeStatus(&stored)
-			if err != nil {
-				return end(controller.Result{}, err)
-			}
-			w.encoded = doc.Status
-		}
-		before = w.encoded
-		r.Outcome, r.Err = d.run(ctx, obj, dec)
-		if ctx.Err() != nil && r.Outcome != statemachine.Done {
-			// Cancelled (shutdown, timeout, lease lost): record nothing.
-			return nil, passEnd, controller.Result{}, cmp.Or(r.Err, ctx.Err())
-		}
-		r.Now = time.Now()
-		r.RetryAfter = d.backoff.Delay(dec.Operation.Attempts + 1)
-		d.metrics.step(dec.Phase, dec.Step, r.Outcome)
+	default:
+		return obj, r, nil, nil
 	}
-	next, err := d.m.Apply(st, dec, r)
+	if !w.durable(dec.Operation.ID, obj.UID) {
+		// Store the operation's id and the earlier step's checkpoint
+		// before the step runs.
+		written, t, err := d.flush(ctx, log, obj, w)
+		if t != turnDecide {
+			return obj, r, nil, exitOf(written, t, controller.Result{}, err)
+		}
+		obj = written
+	}
+	if w.cached {
+		if err := d.confirm(ctx, obj); err != nil {
+			return obj, r, nil, exitOf[Spec, Status](nil, turnReread, controller.Result{}, err)
+		}
+		w.cached = false
+	}
+	if w.encoded == nil {
+		stored := *obj
+		stored.Status = w.status
+		doc, err := d.c.EncodeStatus(&stored)
+		if err != nil {
+			return obj, r, nil, d.end(ctx, log, obj, w, controller.Result{}, err)
+		}
+		w.encoded = doc.Status
+	}
+	r.Outcome, r.Err = d.run(ctx, obj, dec)
+	if ctx.Err() != nil && r.Outcome != statemachine.Done {
+		// Cancelled (shutdown, timeout, lease lost): record nothing.
+		return obj, r, nil, exitOf[Spec, Status](nil, turnEnd, controller.Result{}, cmp.Or(r.Err, ctx.Err()))
+	}
+	r.Now = time.Now()
+	r.RetryAfter = d.backoff.Delay(dec.Operation.Attempts + 1)
+	d.metrics.step(dec.Phase, dec.Step, r.Outcome)
+	return obj, r, w.encoded, nil
+}
+
+// keep applies what happened (r) to the status the decision was made on,
+// carries out the request commands it served, and keeps the result in obj
+// and w, to be written when a crash would need it.
+func (d *phaseDriver[Spec, Status, S, P]) keep(ctx context.Context, log *zap.Logger, obj *store.Object[Spec, Status], w *unwritten[Status, S, P], c choice[S, P], r statemachine.Report, before []byte) (statemachine.Status[S, P], *exit[Spec, Status]) {
+	next, err := d.m.Apply(c.st, c.dec, r)
 	if err != nil {
-		return end(controller.Result{}, fmt.Errorf("%s %q: %w", d.c.Kind(), obj.Key, err))
+		return next, d.end(ctx, log, obj, w, controller.Result{}, fmt.Errorf("%s %q: %w", d.c.Kind(), obj.Key, err))
 	}
 	next.ObservedGeneration, next.ObservedDeletion = obj.Generation, obj.Terminating()
 	// A request command whose token this decision served is removed in
 	// the write that records it served.
-	next, served := d.m.ApplyCommands(intent, next, r.Now)
-	if !next.Equal(read) {
+	next, served := d.m.ApplyCommands(c.intent, next, r.Now)
+	if !next.Equal(c.read) {
 		*machineStatusOf[S, P](&obj.Status) = next
-		w.moves = append(w.moves, move[S, P]{intent: intent, read: read, next: next, now: r.Now, commands: served})
-		if dec.Action == statemachine.Run {
+		w.moves = append(w.moves, move[S, P]{intent: c.intent, read: c.read, next: next, now: r.Now, commands: served})
+		if c.dec.Action == statemachine.Run {
 			w.step, w.atStep, w.before, w.beforeSt, w.atMove = true, obj.Status, before, w.stored, len(w.moves)
 		}
 	}
 	d.metrics.observe(obj.Key, next.Target, next.Phase)
+	return next, nil
+}
 
+// then says what follows the decision c, which led to the status next: an
+// operation given up, another decision at once, or the end of the
+// reconcile with when to come back.
+func (d *phaseDriver[Spec, Status, S, P]) then(ctx context.Context, log *zap.Logger, obj *store.Object[Spec, Status], w *unwritten[Status, S, P], c choice[S, P], r statemachine.Report, next statemachine.Status[S, P]) *exit[Spec, Status] {
+	dec, now := c.dec, c.now
+	end := func(res controller.Result, err error) *exit[Spec, Status] { return d.end(ctx, log, obj, w, res, err) }
 	if next.Failure != nil && next.Phase != dec.Phase && (dec.Action == statemachine.Run || dec.Action == statemachine.Expire) {
-		written, p, err := d.flush(ctx, log, obj, w)
-		if p != passAgain {
-			return written, p, controller.Result{}, err
+		written, t, err := d.flush(ctx, log, obj, w)
+		if t != turnDecide {
+			return exitOf(written, t, controller.Result{}, err)
 		}
-		return d.gaveUp(written, intent, next, r.Err, now)
+		return exitOf(d.gaveUp(written, c.intent, next, r.Err, now))
 	}
 	switch dec.Action {
 	case statemachine.Begin, statemachine.Complete, statemachine.Abort:
-		return obj, passAgain, controller.Result{}, nil
+		return exitOf(obj, turnDecide, controller.Result{}, nil)
 	case statemachine.Wait:
 		return end(controller.Result{RequeueAfter: until(now, d.waits.next(obj.Key, waitPoint(dec.Operation.ID, "", 0), now, d.wait), dec.Deadline)}, nil)
 	case statemachine.Backoff:
@@ -927,17 +1013,17 @@ func (d *phaseDriver[Spec, Status, S, P]) pass(ctx context.Context, log *zap.Log
 		if !dec.Until.IsZero() {
 			after = until(now, dec.Until.Sub(now), time.Time{})
 		}
-		if len(ps.Health) > 0 && (after == 0 || ps.HealthEvery < after) {
+		if ps := d.phases[c.st.Phase]; len(ps.Health) > 0 && (after == 0 || ps.HealthEvery < after) {
 			after = ps.HealthEvery
 		}
 		return end(controller.Result{RequeueAfter: after}, nil)
 	case statemachine.Run:
-		switch {
-		case r.Outcome == statemachine.Done:
-			return obj, passAgain, controller.Result{}, nil
-		case r.Outcome == statemachine.Progressed:
+		switch r.Outcome {
+		case statemachine.Done:
+			return exitOf(obj, turnDecide, controller.Result{}, nil)
+		case statemachine.Progressed:
 			return end(controller.Result{RequeueAfter: d.progress}, nil)
-		case r.Outcome == statemachine.Pending:
+		case statemachine.Pending:
 			return end(controller.Result{RequeueAfter: until(now, d.waits.next(obj.Key, waitPoint(dec.Operation.ID, dec.Step, dec.Operation.Attempts), now, d.wait), dec.Deadline)}, nil)
 		}
 		err := fmt.Errorf("%s %q: step %s of operation %s (%v), attempt %d: %w", d.c.Kind(), obj.Key, dec.Step,
@@ -954,15 +1040,15 @@ func (d *phaseDriver[Spec, Status, S, P]) pass(ctx context.Context, log *zap.Log
 // is terminal; when a rule leads on (deletion of a failed document, a retry
 // lap), the key is queued again at once and the next operation's own
 // backoff applies.
-func (d *phaseDriver[Spec, Status, S, P]) gaveUp(obj *store.Object[Spec, Status], intent S, next statemachine.Status[S, P], stepErr error, now time.Time) (*store.Object[Spec, Status], pass, controller.Result, error) {
+func (d *phaseDriver[Spec, Status, S, P]) gaveUp(obj *store.Object[Spec, Status], intent S, next statemachine.Status[S, P], stepErr error, now time.Time) (*store.Object[Spec, Status], turn, controller.Result, error) {
 	f := next.Failure
 	stepErr = withoutTerminal(stepErr) // whether the failure is terminal for the key is decided below
 	err := fmt.Errorf("%s %q: %v gave up (%s) in step %q of operation %s, now %v: %w", d.c.Kind(), obj.Key,
 		f.Operation.Phase, f.Cause, f.Step, f.Operation.ID, next.Phase, cmp.Or(stepErr, errors.New(f.Reason)))
 	if dn, derr := d.m.Decide(intent, next, now); derr == nil && dn.Action == statemachine.Hold {
-		return nil, passEnd, controller.Result{}, controller.Terminal(err)
+		return nil, turnEnd, controller.Result{}, controller.Terminal(err)
 	}
-	return nil, passEnd, controller.Result{}, controller.RetryAfter(err, 0)
+	return nil, turnEnd, controller.Result{}, controller.RetryAfter(err, 0)
 }
 
 // fold records in st what the machine decides from beside the intent: the
@@ -1052,23 +1138,23 @@ func (d *phaseDriver[Spec, Status, S, P]) report(ctx context.Context, log *zap.L
 // unknownIntent records in status that obj's intent is no state of the
 // machine (it was written without the driver's admission) and ends the
 // reconcile with a terminal error: the spec must change.
-func (d *phaseDriver[Spec, Status, S, P]) unknownIntent(ctx context.Context, log *zap.Logger, obj *store.Object[Spec, Status], read statemachine.Status[S, P], intent S, cause error) (*store.Object[Spec, Status], pass, controller.Result, error) {
+func (d *phaseDriver[Spec, Status, S, P]) unknownIntent(ctx context.Context, log *zap.Logger, obj *store.Object[Spec, Status], read statemachine.Status[S, P], intent S, cause error) (*store.Object[Spec, Status], turn, controller.Result, error) {
 	next := read
 	next.Refused = &statemachine.Refusal[S]{Intent: intent, Reason: cause.Error()}
 	next.ObservedGeneration, next.ObservedDeletion = obj.Generation, obj.Terminating()
 	if next.Equal(read) {
-		return nil, passEnd, controller.Result{}, controller.Terminal(fmt.Errorf("%s %q: %w", d.c.Kind(), obj.Key, cause))
+		return nil, turnEnd, controller.Result{}, controller.Terminal(fmt.Errorf("%s %q: %w", d.c.Kind(), obj.Key, cause))
 	}
 	*machineStatusOf[S, P](&obj.Status) = next
 	if _, err := d.writeStatus(ctx, obj); err != nil {
 		if errors.Is(err, store.ErrConflict) {
-			return nil, passReread, controller.Result{}, err
+			return nil, turnReread, controller.Result{}, err
 		}
-		return nil, passEnd, controller.Result{}, err
+		return nil, turnEnd, controller.Result{}, err
 	}
 	d.report(ctx, log, obj.Key, intent, read, next, time.Now())
 	d.recordStatus(ctx, obj, intent, read, next, time.Now())
-	return nil, passEnd, controller.Result{}, controller.Terminal(fmt.Errorf("%s %q: %w", d.c.Kind(), obj.Key, cause))
+	return nil, turnEnd, controller.Result{}, controller.Terminal(fmt.Errorf("%s %q: %w", d.c.Kind(), obj.Key, cause))
 }
 
 // writeStatus writes obj's status, conditional on obj's revision, and returns
@@ -1214,31 +1300,31 @@ func (d *phaseDriver[Spec, Status, S, P]) callObserver(ctx context.Context, obj 
 
 // remove ends the life of a document settled in the final pair: it deletes
 // it, if it is not Terminating yet, then removes the driver's finalizer.
-func (d *phaseDriver[Spec, Status, S, P]) remove(ctx context.Context, obj *store.Object[Spec, Status]) (*store.Object[Spec, Status], pass, controller.Result, error) {
+func (d *phaseDriver[Spec, Status, S, P]) remove(ctx context.Context, obj *store.Object[Spec, Status]) (*store.Object[Spec, Status], turn, controller.Result, error) {
 	key := obj.Key
 	fo := &finObject[Spec, Status]{c: d.c, obj: obj, echoes: &d.echoes}
 	if !obj.Terminating() {
 		err := d.c.Delete(ctx, key, store.DeleteOptions{UID: obj.UID, Revision: obj.Revision})
 		if errors.Is(err, store.ErrConflict) {
-			return nil, passReread, controller.Result{}, err
+			return nil, turnReread, controller.Result{}, err
 		}
 		if err == nil {
 			// Terminating now, unless it had no finalizer left and is gone.
 			err = fo.Refresh(ctx)
 		}
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			return nil, passEnd, controller.Result{}, err
+			return nil, turnEnd, controller.Result{}, err
 		}
 		if err != nil {
 			d.gone(key)
-			return nil, passEnd, controller.Result{}, nil
+			return nil, turnEnd, controller.Result{}, nil
 		}
 	}
 	if err := finalizer.Remove(ctx, fo, d.finalizer); err != nil {
-		return nil, passEnd, controller.Result{}, err
+		return nil, turnEnd, controller.Result{}, err
 	}
 	d.gone(key)
-	return nil, passEnd, controller.Result{}, nil
+	return nil, turnEnd, controller.Result{}, nil
 }
 
 // finObject is a finalizer.Guarded over a typed document.
