@@ -158,6 +158,11 @@ func CheckSchema(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 // a newer version than this package knows fails with [ErrSchemaTooNew] and is
 // left untouched. [New] calls it.
 func Migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
+	return migrate(ctx, pool, schema, SchemaVersion)
+}
+
+// migrate brings the schema up to version target.
+func migrate(ctx context.Context, pool *pgxpool.Pool, schema string, target int) error {
 	if !schemaPattern.MatchString(schema) {
 		return fmt.Errorf("postgres: schema %q: want lower-case letters, digits and '_', at most 48 bytes", schema)
 	}
@@ -186,13 +191,13 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 			return fmt.Errorf("%w: schema %q is at version %d, this program knows versions up to %d",
 				ErrSchemaTooNew, schema, version, SchemaVersion)
 		}
-		for v := version; v < SchemaVersion; v++ {
+		for v := version; v < target; v++ {
 			if _, err := tx.Exec(ctx, strings.ReplaceAll(migrations[v], "{s}", q)); err != nil {
 				return fmt.Errorf("migration to version %d: %w", v+1, err)
 			}
 		}
 		_, err = tx.Exec(ctx, `INSERT INTO `+q+`.schema_version (version) VALUES ($1)
-			ON CONFLICT (one) DO UPDATE SET version = EXCLUDED.version`, SchemaVersion)
+			ON CONFLICT (one) DO UPDATE SET version = EXCLUDED.version`, max(version, target))
 		return err
 	})
 	if err != nil && !errors.Is(err, ErrSchemaTooNew) {

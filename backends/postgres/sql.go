@@ -51,7 +51,7 @@ func newStatements(schema string) statements {
 		fence: sub(`SELECT true FROM {s}.leases
 			WHERE name = $1 AND fence = $2 AND held AND expires > now() FOR SHARE`),
 
-		listPrefix:   sub(`SELECT ` + docCols + ` FROM {s}.documents WHERE kind = $1`),
+		listPrefix: sub(`SELECT ` + docCols + ` FROM {s}.documents WHERE kind = $1`),
 
 		create: sub(`WITH ` + bump + `,
 			d AS (INSERT INTO {s}.documents (kind, key, uid, revision, generation, created_at, updated_at,
