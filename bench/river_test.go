@@ -21,11 +21,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tendhq/tend/backends/postgres"
+	"github.com/tendhq/tend/backends/postgres/postgrestest"
 	"github.com/tendhq/tend/controller"
 	"github.com/tendhq/tend/controller/controllertest"
 )
 
-// The setup both sides of BenchmarkPostgresConverge share, pinned: 10,000
+// The setup both sides of BenchmarkPostgresRiver share, pinned: 10,000
 // items, 8 workers, pgxpool's default pool, and River's fetch cooldown at
 // its 1 ms minimum.
 const (
@@ -35,7 +36,7 @@ const (
 	riverChainLength = 6
 )
 
-// BenchmarkPostgresConverge runs tend and River side by side on the
+// BenchmarkPostgresRiver runs tend and River side by side on the
 // PostgreSQL server TEND_POSTGRES_URL names, in one run:
 //
 //   - tend: 10,000 gateways driven Creating → Started by the State/Phase
@@ -50,8 +51,8 @@ const (
 // and transactions per status write (pg_stat_database's xact_commit) are
 // reported. Start the server, with durable commits or without, then:
 //
-//	go test -run '^$' -bench PostgresConverge -benchtime 1x .
-func BenchmarkPostgresConverge(b *testing.B) {
+//	go test -run '^$' -bench PostgresRiver -benchtime 1x .
+func BenchmarkPostgresRiver(b *testing.B) {
 	url := os.Getenv("TEND_POSTGRES_URL")
 	if url == "" {
 		b.Fatal("TEND_POSTGRES_URL is not set: start scripts/servers/postgres.sh")
@@ -61,7 +62,7 @@ func BenchmarkPostgresConverge(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer admin.Close()
-	cpu := serverCPU(b, admin)
+	cpu := postgrestest.ServerCPU(b, admin)
 	b.Run("tend", func(b *testing.B) {
 		b.Run("replicas-1", func(b *testing.B) { tendConverge(b, url, admin, cpu, 1) })
 		b.Run("replicas-4", func(b *testing.B) { tendConverge(b, url, admin, cpu, 4) })

@@ -1,4 +1,6 @@
-package bench
+// Package postgrestest holds what benchmarks of the PostgreSQL backend, in
+// this module and in others, share: the server's CPU time read from /proc.
+package postgrestest
 
 import (
 	"bytes"
@@ -12,17 +14,14 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// The server's CPU, read from /proc as backends/postgres's BenchmarkConverge
-// reads it (a benchmark module cannot import another module's test files).
-
-// serverCPU returns a function giving the CPU time the PostgreSQL server
+// ServerCPU returns a function giving the CPU time the PostgreSQL server
 // behind pool has used, read from /proc: the postmaster's, its exited
 // children's and its running children's (the backends). It returns nil
 // when the server is not a process that this machine's /proc shows.
-func serverCPU(b *testing.B, pool *pgxpool.Pool) func() (time.Duration, error) {
+func ServerCPU(tb testing.TB, pool *pgxpool.Pool) func() (time.Duration, error) {
 	var backend int
-	if err := pool.QueryRow(b.Context(), "SELECT pg_backend_pid()").Scan(&backend); err != nil {
-		b.Fatal(err)
+	if err := pool.QueryRow(tb.Context(), "SELECT pg_backend_pid()").Scan(&backend); err != nil {
+		tb.Fatal(err)
 	}
 	st, err := procStat(backend)
 	if err != nil || st.comm != "postgres" {
