@@ -82,9 +82,9 @@ func stress(ctx context.Context, t *testing.T, b store.Backend, restart func(*te
 	}
 	var (
 		mu      sync.Mutex // guards acked, unknown, midList
-		acked   = map[string]written{}
-		unknown = map[string]written{}
-		midList int64 = -1
+		acked              = map[string]written{}
+		unknown            = map[string]written{}
+		midList int64      = -1
 	)
 	watches := map[string]*stressWatch{}
 	for _, k := range []string{widget, gadget} {
