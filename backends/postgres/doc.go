@@ -28,47 +28,66 @@
 // their own time: a document no write touched between pages appears
 // exactly once; one created, changed or removed meanwhile at most once.
 //
-// Each write is one read-committed transaction: it locks the document row
-// (SELECT … FOR UPDATE), checks the revision precondition and the rules of
-// finalizers in Go, then writes the row and appends the change to the
-// change log in one statement. A status write, a controller's most frequent
-// write, needs no rule in Go: it is a single statement, and so a
-// transaction of its own, that locks the row, checks the revision and
-// writes, in one round trip. Driver errors become store sentinels: a
-// failed precondition is [store.ErrConflict], a unique violation
-// [store.ErrAlreadyExists]; deadlocks and serialization failures are retried,
-// and so is a transaction whose connection was lost before it committed
-// (for a status write: before its result came back, when the server
-// reported the failure).
-// A write that still cannot reach the server fails with [ErrUnavailable] and
-// wrote nothing (or, if the connection was lost during the commit itself, the
-// error says the outcome is unknown; the revision precondition makes a retry
-// safe).
+// Each write other than a status write is one read-committed transaction:
+// it locks the document row (SELECT … FOR UPDATE), checks the revision
+// precondition and the rules of finalizers in Go, then writes the row and
+// appends the change to the change log in one statement. Status writes, a
+// controller's most frequent, are committed in groups, without a timer: a
+// write that finds no group committing is sent at once, alone; writes that
+// arrive while a group commits form the next group, written in one
+// statement and one transaction that locks the fences' leases and the
+// documents, checks each write's lease, revision and status apart, and
+// writes and logs those that pass. Each caller gets its own result (written,
+// [store.ErrConflict], [store.ErrNotFound], [store.ErrFenced]) exactly as if
+// its write were alone; of two writes to one document, the later waits for
+// the next group. A write is acknowledged only once its transaction has
+// committed. Driver errors become store sentinels: a failed precondition is
+// [store.ErrConflict], a unique violation [store.ErrAlreadyExists];
+// deadlocks and serialization failures are retried, and so is a
+// transaction whose connection was lost before it committed (for a status
+// write: before its result came back, when the server reported the
+// failure). A write that still cannot reach the server fails with
+// [ErrUnavailable] and wrote nothing (or, if the connection was lost during
+// the commit itself, the error says the outcome is unknown; the revision
+// precondition makes a retry safe).
 //
 // # Revisions and watches
 //
-// Revisions come from a one-row counter that every write increments as its
-// last step and holds until it commits. Writes therefore commit in revision
-// order, so a watcher that has read revision n has seen every revision
-// before it: a transaction with a lower revision can never become visible
-// after one with a higher revision. The lock is held for one statement and
-// the commit, which bounds write throughput by commit latency; the
-// alternative, tracking in-flight transactions, costs more than it saves
-// at a control plane's write rates. A status write holds it only while the
-// server runs the statement and commits; other writes hold it also while
-// their COMMIT travels from the client.
+// Revisions come from a sequence, which no writer holds until it commits:
+// writers on one server never queue behind one another's WAL flush.
+// Revisions therefore commit out of order, and skip (a rolled-back write's
+// revision is never logged; a crash skips the sequence ahead). A write
+// takes its revision and logs its change in one statement. Readers make the
+// order total: a watch delivers changes only up to the first gap in the log
+// after the revisions it has read, and settles a gap by logging a marker
+// there (INSERT … ON CONFLICT DO NOTHING), which waits for a write in
+// flight at that revision to commit or roll back; a write that takes a
+// revision after its marker was logged fails on the log's key and is
+// retried at a new revision. So a watch that has delivered revision n has
+// seen every change up to n, across restarts. List reports the last
+// revision before the first gap in its snapshot, settling gaps first. Every
+// 1,024 revisions, the writer that passes the mark settles the log up to it
+// (the watermark List starts from) and discards old history.
 //
 // Each change is a row of the changes table: the revision, the event type
 // and the document as the change left it. A watch pages through it, and
 // between pages waits on its own LISTEN connection for the notification a
-// trigger sends at each commit, or for Config.PollInterval, whichever comes
-// first: a lost notification (or a lost LISTEN connection) delays an event
-// by at most that interval and never loses it. A watch starts no goroutine.
-// Writes discard changes older than Config.History revisions, and
-// [Store.Compact] discards them on demand; a watch needing discarded history
-// fails with [store.ErrCompacted]. Changes a watch has already read into
-// its buffer (one page) are still delivered after a compaction; they are
-// complete and in order.
+// trigger sends once per statement (naming the kind, or every kind), or for
+// Config.PollInterval, whichever comes first: a lost notification (or a
+// lost LISTEN connection) delays an event by at most that interval and
+// never loses it. A watch starts no goroutine. Writes discard changes older
+// than Config.History revisions, and [Store.Compact] discards them on
+// demand; a watch needing discarded history fails with
+// [store.ErrCompacted]. Changes a watch has already read into its buffer
+// (one page) are still delivered after a compaction; they are complete and
+// in order.
+//
+// # Schema changes
+//
+// The schema's version is recorded in it; [New] migrates it (version 3
+// replaced the revision counter with the sequence), or, with
+// Config.NoMigrate, only checks it and fails with [ErrSchemaOutdated] on a
+// missing or older schema, for programs that must not change the database.
 //
 // # Leases and fencing
 //

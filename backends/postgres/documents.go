@@ -61,9 +61,18 @@ func (s *Store) List(ctx context.Context, kind string, opts store.ListOptions) (
 	}
 	query, args := s.listQuery(kind, opts)
 	var res store.ListResult
-	for range maxAttempts {
-		res, err = s.list(ctx, query, args, opts, cursor)
-		if !retryable(ctx, err) {
+	for attempt := 0; attempt < 2*maxAttempts; attempt++ {
+		var gap gapError
+		res, err = s.list(ctx, query, args, opts, cursor, attempt+1 >= maxAttempts)
+		if errors.As(err, &gap) {
+			// A write below the newest revision is in flight, or left a
+			// gap: settle it, then read a snapshot again.
+			_, err = s.pool.Exec(ctx, s.sql.fillGaps, gap.from, gap.to)
+		}
+		if err == nil && gap.to == 0 {
+			break
+		}
+		if err != nil && !retryable(ctx, err) {
 			break
 		}
 	}
@@ -116,13 +125,23 @@ func (s *Store) listQuery(kind string, opts store.ListOptions) (string, []any) {
 // batches of Limit+1 rows after the cursor's key until Limit+1 of them
 // match the selector (so it knows whether another page follows) or the
 // kind is exhausted.
-func (s *Store) list(ctx context.Context, query string, args []any, opts store.ListOptions, c backend.Cursor) (store.ListResult, error) {
+//
+// The list's revision is the last one before the first gap in the log (a
+// write in flight or rolled back). Unless lenient, a gap below the newest
+// revision fails the read with a gapError for List to settle; lenient, the
+// list reports the revision before the gap, and a watch from it may repeat
+// changes the list already holds, never miss one.
+func (s *Store) list(ctx context.Context, query string, args []any, opts store.ListOptions, c backend.Cursor, lenient bool) (store.ListResult, error) {
 	var res store.ListResult
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly},
 		func(tx pgx.Tx) error {
 			res = store.ListResult{}
-			if err := tx.QueryRow(ctx, s.sql.listRevision).Scan(&res.Revision); err != nil {
+			var newest int64
+			if err := tx.QueryRow(ctx, s.sql.listRevision).Scan(&res.Revision, &newest); err != nil {
 				return err
+			}
+			if res.Revision < newest && !lenient {
+				return gapError{from: res.Revision + 1, to: newest}
 			}
 			if opts.Limit == 0 {
 				_, _, err := s.listRows(ctx, tx, query, args, opts, &res.Items, -1)
@@ -143,6 +162,14 @@ func (s *Store) list(ctx context.Context, query string, args []any, opts store.L
 	key := func(d store.Document) string { return d.Meta.Key }
 	res.Items, res.Continue, res.Revision = backend.Page(res.Items, key, opts.Limit, backend.Cursor{Revision: c.Revision}, res.Revision)
 	return res, nil
+}
+
+// gapError is a List snapshot's gap in the log, from and to the revisions
+// to settle.
+type gapError struct{ from, to int64 }
+
+func (e gapError) Error() string {
+	return fmt.Sprintf("postgres: revisions %d to %d not yet settled", e.from, e.to)
 }
 
 // listRows appends to items the rows of query that opts selects, up to limit of
@@ -199,8 +226,11 @@ func (s *Store) Create(ctx context.Context, doc store.Document) (store.Document,
 			return err
 		}
 		out = d
-		return s.prune(ctx, tx, d.Meta.Revision)
+		return nil
 	})
+	if err == nil {
+		s.maintain(ctx, out.Meta.Revision, out.Meta.Revision)
+	}
 	return out, err
 }
 
@@ -244,12 +274,17 @@ func (s *Store) UpdateSpec(ctx context.Context, doc store.Document) (store.Docum
 		_, err = tx.Exec(ctx, s.sql.removeQuiet, m.Kind, m.Key)
 		return err
 	})
+	if err == nil && out.Meta.Revision != m.Revision {
+		s.maintain(ctx, out.Meta.Revision, out.Meta.Revision)
+	}
 	return out, err
 }
 
-// UpdateStatus writes the document's status, in one statement (see
-// statements.updateStatus): one round trip, and the revision counter locked
-// only for the server's part of the write.
+// UpdateStatus writes the document's status. Status writes are committed
+// in groups (see [Store] and batch.go): a write that finds no group
+// committing is sent at once; writes arriving while a group commits form
+// the next group, one statement and one transaction, where each keeps its
+// own precondition and result.
 func (s *Store) UpdateStatus(ctx context.Context, doc store.Document) (store.Document, error) {
 	const op = "update status"
 	m := &doc.Meta
@@ -259,39 +294,24 @@ func (s *Store) UpdateStatus(ctx context.Context, doc store.Document) (store.Doc
 	if err := s.checkKind(op, m.Kind, m.Key, true); err != nil {
 		return store.Document{}, err
 	}
-	var lease, fence any // NULL: not fenced
-	f, fenced := store.FenceFrom(ctx)
-	if fenced {
-		lease, fence = f.Lease, f.Token
+	w := &statusWrite{kind: m.Kind, key: m.Key, rev: m.Revision, status: orNull(doc.Status)}
+	if f, ok := store.FenceFrom(ctx); ok {
+		w.fence, w.fenced = f, true
 	}
-	var (
-		held, written bool
-		out           store.Document
-	)
-	found, err := s.statement(ctx, func(row pgx.Row) (err error) {
-		out, err = scanDoc(row, &held, &written)
-		return err
-	}, s.sql.updateStatus, m.Kind, m.Key, m.Revision, orNull(doc.Status), lease, fence)
+	if err := s.writeStatus(ctx, w); err != nil {
+		return store.Document{}, err
+	}
 	switch {
-	case err != nil:
-		return store.Document{}, s.translate(ctx, op, m.Kind, m.Key, err)
-	case !found && fenced:
-		// A fenced writer of a missing document learns first, as from any
-		// other write, whether its lease is lost: inTx checks the fence
-		// before it runs the function.
-		return store.Document{}, s.inTx(ctx, op, m.Kind, m.Key, func(pgx.Tx) error {
-			return &store.Error{Op: op, Kind: m.Kind, Key: m.Key, Err: store.ErrNotFound}
-		})
-	case !found:
+	case w.err != nil:
+		return store.Document{}, s.translate(ctx, op, m.Kind, m.Key, w.err)
+	case !w.held:
+		return store.Document{}, backend.Fenced(op, m.Kind, m.Key, w.fence)
+	case !w.found:
 		return store.Document{}, &store.Error{Op: op, Kind: m.Kind, Key: m.Key, Err: store.ErrNotFound}
-	case !held:
-		return store.Document{}, backend.Fenced(op, m.Kind, m.Key, f)
-	case !written && out.Meta.Revision != m.Revision:
-		return store.Document{}, backend.RevisionConflict(op, m.Kind, m.Key, m.Revision, out.Meta.Revision)
-	case written:
-		s.pruneAfter(ctx, out.Meta.Revision)
+	case !w.written && w.out.Meta.Revision != m.Revision:
+		return store.Document{}, backend.RevisionConflict(op, m.Kind, m.Key, m.Revision, w.out.Meta.Revision)
 	}
-	return out, nil
+	return w.out, nil
 }
 
 // Delete removes the document, or marks it Terminating if it has
@@ -304,7 +324,9 @@ func (s *Store) Delete(ctx context.Context, kind, key string, opts store.DeleteO
 	if err := s.checkKind(op, kind, key, true); err != nil {
 		return err
 	}
-	return s.inTx(ctx, op, kind, key, func(tx pgx.Tx) error {
+	var rev int64 // of the removal, if the document went
+	err := s.inTx(ctx, op, kind, key, func(tx pgx.Tx) error {
+		rev = 0
 		cur, err := scanDoc(tx.QueryRow(ctx, s.sql.lock, kind, key))
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
@@ -316,15 +338,16 @@ func (s *Store) Delete(ctx context.Context, kind, key string, opts store.DeleteO
 			return err
 		}
 		if len(cur.Meta.Finalizers) > 0 {
-			_, err := s.put(ctx, tx, cur, true, store.Modified)
+			d, err := s.put(ctx, tx, cur, true, store.Modified)
+			rev = d.Meta.Revision
 			return err
 		}
-		var rev int64
-		if err := tx.QueryRow(ctx, s.sql.remove, kind, key).Scan(&rev); err != nil {
-			return err
-		}
-		return s.prune(ctx, tx, rev)
+		return tx.QueryRow(ctx, s.sql.remove, kind, key).Scan(&rev)
 	})
+	if err == nil && rev > 0 {
+		s.maintain(ctx, rev, rev)
+	}
+	return err
 }
 
 // current locks and returns the stored document if its revision is rev.
@@ -351,41 +374,32 @@ func (s *Store) put(ctx context.Context, tx pgx.Tx, next store.Document, termina
 	}
 	d, err := scanDoc(tx.QueryRow(ctx, s.sql.put, m.Kind, m.Key, m.Generation, terminate,
 		fin, owners, uids, labels, orNull(next.Spec), orNull(next.Status), int16(typ)))
-	if err != nil {
-		return store.Document{}, err
-	}
-	return d, s.prune(ctx, tx, d.Meta.Revision)
+	return d, err
 }
 
-// pruneEvery is how many revisions pass between discards of old history.
+// pruneEvery is how many revisions pass between settlements of the log and
+// discards of old history.
 const pruneEvery = 1024
 
-// pruneDue reports whether the write of revision rev discards old history:
-// every pruneEvery revisions (or every History revisions if that is fewer).
-func (s *Store) pruneDue(rev int64) bool {
-	return rev%min(pruneEvery, s.history) == 0 && rev > s.history
-}
-
-// prune discards the history older than Config.History revisions when
-// pruneDue says so, in the transaction that wrote rev.
-func (s *Store) prune(ctx context.Context, tx pgx.Tx, rev int64) error {
-	if !s.pruneDue(rev) {
-		return nil
-	}
-	_, err := tx.Exec(ctx, s.sql.compact, rev-s.history)
-	return err
-}
-
-// pruneAfter is prune for a write already committed: it discards the history
-// in a transaction of its own. A failure is only logged, since the next due
-// revision discards everything this one would have.
-func (s *Store) pruneAfter(ctx context.Context, rev int64) {
-	if !s.pruneDue(rev) {
+// maintain runs after a write committed revisions lo to hi. Each time the
+// revisions pass a multiple of pruneEvery (or of History, if that is
+// fewer), it settles the log up to that multiple, so List looks for gaps
+// only after it, and discards the history older than Config.History
+// revisions before it. Each runs in a transaction of its own; a failure is
+// only logged, since the next multiple does everything this one would have.
+func (s *Store) maintain(ctx context.Context, lo, hi int64) {
+	every := min(pruneEvery, s.history)
+	mark := hi / every * every
+	if mark < lo || mark == 0 {
 		return
 	}
-	if _, err := s.pool.Exec(ctx, s.sql.compact, rev-s.history); err != nil && ctx.Err() == nil {
-		s.log.Warn("discarding old change history failed; the next discard catches up",
-			zap.Int64("revision", rev), zap.Error(err))
+	_, err := s.pool.Exec(ctx, s.sql.settle, mark)
+	if err == nil && mark > s.history {
+		_, err = s.pool.Exec(ctx, s.sql.compact, mark-s.history)
+	}
+	if err != nil && ctx.Err() == nil {
+		s.log.Warn("settling or discarding old change history failed; the next time catches up",
+			zap.Int64("revision", mark), zap.Error(err))
 	}
 }
 
@@ -403,6 +417,9 @@ func (s *Store) Compact(ctx context.Context, revision int64) error {
 			return err
 		}
 		if err := backend.CheckCompact(revision, cur); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, s.sql.settle, revision); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, s.sql.compact, revision); err != nil {

@@ -86,11 +86,71 @@ CREATE TABLE {s}.leases (
 	`
 CREATE INDEX documents_kind_key ON {s}.documents (kind, key COLLATE "C");
 `,
+	// 3: revisions from a sequence, which no writer holds until it
+	// commits; the counter row now keeps the settled watermark (every
+	// revision up to it is logged or will never be) and the compaction
+	// point. Changes of type 0 are gap markers: revisions a reader found
+	// unused. One notification per statement, not per row.
+	`
+CREATE SEQUENCE {s}.revisions MINVALUE 0;
+SELECT setval('{s}.revisions', (SELECT value FROM {s}.revision), true);
+COMMENT ON COLUMN {s}.revision.value IS 'settled: every revision up to it is logged or never will be';
+DROP TRIGGER notify_change ON {s}.changes;
+DROP FUNCTION {s}.notify_change();
+CREATE FUNCTION {s}.notify_changes() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+	kinds text[];
+BEGIN
+	SELECT array_agg(DISTINCT kind) INTO kinds FROM new WHERE type > 0;
+	IF cardinality(kinds) = 1 THEN
+		PERFORM pg_notify(TG_TABLE_SCHEMA || '.changes', kinds[1]);
+	ELSIF cardinality(kinds) > 1 THEN
+		PERFORM pg_notify(TG_TABLE_SCHEMA || '.changes', '');
+	END IF;
+	RETURN NULL;
+END $$;
+CREATE TRIGGER notify_change AFTER INSERT ON {s}.changes
+	REFERENCING NEW TABLE AS new FOR EACH STATEMENT EXECUTE FUNCTION {s}.notify_changes();
+`,
 }
 
 // SchemaVersion is the newest schema version this package knows: the number
 // of migrations it carries.
-const SchemaVersion = 2
+const SchemaVersion = 3
+
+// CheckSchema reports whether the schema named schema is at
+// [SchemaVersion], without changing the database: it fails with
+// [ErrSchemaOutdated] if the schema is missing or older, and with
+// [ErrSchemaTooNew] if it is newer. [New] calls it instead of [Migrate] when
+// Config.NoMigrate is set.
+func CheckSchema(ctx context.Context, pool *pgxpool.Pool, schema string) error {
+	if !schemaPattern.MatchString(schema) {
+		return fmt.Errorf("postgres: schema %q: want lower-case letters, digits and '_', at most 48 bytes", schema)
+	}
+	table := pgx.Identifier{schema, "schema_version"}.Sanitize()
+	var exists bool
+	if err := pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, table).Scan(&exists); err != nil {
+		return fmt.Errorf("postgres: check schema %q: %w", schema, err)
+	}
+	var version *int
+	var err error
+	if exists {
+		err = pool.QueryRow(ctx, `SELECT max(version) FROM `+table).Scan(&version)
+	}
+	switch {
+	case err != nil:
+		return fmt.Errorf("postgres: check schema %q: %w", schema, err)
+	case version == nil:
+		return fmt.Errorf("%w: schema %q has no tend tables; run a program that migrates it (postgres.Migrate)", ErrSchemaOutdated, schema)
+	case *version < SchemaVersion:
+		return fmt.Errorf("%w: schema %q is at version %d, this program needs version %d; run a program that migrates it (postgres.Migrate)",
+			ErrSchemaOutdated, schema, *version, SchemaVersion)
+	case *version > SchemaVersion:
+		return fmt.Errorf("%w: schema %q is at version %d, this program knows versions up to %d",
+			ErrSchemaTooNew, schema, *version, SchemaVersion)
+	}
+	return nil
+}
 
 // Migrate brings the schema named schema up to [SchemaVersion], creating it
 // if needed, in one transaction. It is idempotent and safe to run from
@@ -98,6 +158,11 @@ const SchemaVersion = 2
 // a newer version than this package knows fails with [ErrSchemaTooNew] and is
 // left untouched. [New] calls it.
 func Migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
+	return migrate(ctx, pool, schema, SchemaVersion)
+}
+
+// migrate brings the schema up to version target.
+func migrate(ctx context.Context, pool *pgxpool.Pool, schema string, target int) error {
 	if !schemaPattern.MatchString(schema) {
 		return fmt.Errorf("postgres: schema %q: want lower-case letters, digits and '_', at most 48 bytes", schema)
 	}
@@ -126,13 +191,13 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 			return fmt.Errorf("%w: schema %q is at version %d, this program knows versions up to %d",
 				ErrSchemaTooNew, schema, version, SchemaVersion)
 		}
-		for v := version; v < SchemaVersion; v++ {
+		for v := version; v < target; v++ {
 			if _, err := tx.Exec(ctx, strings.ReplaceAll(migrations[v], "{s}", q)); err != nil {
 				return fmt.Errorf("migration to version %d: %w", v+1, err)
 			}
 		}
 		_, err = tx.Exec(ctx, `INSERT INTO `+q+`.schema_version (version) VALUES ($1)
-			ON CONFLICT (one) DO UPDATE SET version = EXCLUDED.version`, SchemaVersion)
+			ON CONFLICT (one) DO UPDATE SET version = EXCLUDED.version`, max(version, target))
 		return err
 	})
 	if err != nil && !errors.Is(err, ErrSchemaTooNew) {

@@ -22,22 +22,17 @@ type statements struct {
 	get, lock, fence                          string
 	listRevision, listPrefix                  string
 	create, put, remove, removeQuiet          string
-	updateStatus                              string
+	updateStatuses                            string
 	compactCheck, compact, currentCompaction  string
-	changes                                   string
+	changes, fillGaps, settle                 string
 	acquire, leaseHolder, renew, release, lst string
 }
 
-// bump takes the next revision. Every write takes it as its last lock, so
-// revisions commit in order: a watcher that has read revision n has seen
-// every revision before it.
-//
-// The statements read rev through scalar subqueries, (SELECT value FROM
-// rev), and never join it: the planner cannot know that the counter table
-// holds one row until the table is analyzed, and a join would multiply its
-// guess (a thousand rows or so) into plans costly enough to be compiled
-// (JIT) at every execution.
-const bump = `rev AS (UPDATE {s}.revision SET value = value + 1 RETURNING value)`
+// bump takes the next revision from the sequence. No writer holds the
+// sequence until it commits, so revisions may commit out of order and skip
+// (a rolled-back write's revision is never logged); readers see the log in
+// order by settling gaps (see statements.fillGaps).
+const bump = `rev AS (SELECT nextval('{s}.revisions') AS value)`
 
 // logChange records the document a write returned in d as change rev.
 const logChange = `c AS (INSERT INTO {s}.changes (revision, type, kind, key, uid, doc_revision, generation, created_at,
@@ -56,8 +51,7 @@ func newStatements(schema string) statements {
 		fence: sub(`SELECT true FROM {s}.leases
 			WHERE name = $1 AND fence = $2 AND held AND expires > now() FOR SHARE`),
 
-		listRevision: sub(`SELECT value FROM {s}.revision`),
-		listPrefix:   sub(`SELECT ` + docCols + ` FROM {s}.documents WHERE kind = $1`),
+		listPrefix: sub(`SELECT ` + docCols + ` FROM {s}.documents WHERE kind = $1`),
 
 		create: sub(`WITH ` + bump + `,
 			d AS (INSERT INTO {s}.documents (kind, key, uid, revision, generation, created_at, updated_at,
@@ -80,40 +74,95 @@ func newStatements(schema string) statements {
 			d AS (DELETE FROM {s}.documents WHERE kind = $1 AND key = $2 RETURNING ` + docCols + `),
 			` + fmt.Sprintf(logChange, "3") + `
 			SELECT rev.value FROM rev`),
-		// updateStatus is a status write in one statement, and so in a
-		// transaction of its own: the revision counter is locked only while
-		// the server runs it and commits, never across a round trip to the
-		// client. It locks the fence's lease ($5, NULL for none, at fence
-		// $6) and the document before it takes the counter, as inTx and put
-		// do, and writes only if the lease is held, the stored revision is
-		// $3 and the stored status is not $4 already. Its one row is
-		// (lease held, written, the document as written or else as stored);
-		// there is none if the document does not exist.
-		updateStatus: sub(`WITH
-			fence AS (SELECT $5::text IS NULL OR EXISTS (SELECT FROM {s}.leases
-				WHERE name = $5 AND fence = $6 AND held AND expires > now() FOR SHARE) AS held),
-			cur AS (SELECT ` + docCols + ` FROM {s}.documents WHERE kind = $1 AND key = $2 FOR UPDATE),
-			rev AS (UPDATE {s}.revision SET value = value + 1
-				WHERE (SELECT held FROM fence) AND (SELECT revision = $3 AND status IS DISTINCT FROM $4 FROM cur)
-				RETURNING value),
-			d AS (UPDATE {s}.documents SET revision = (SELECT value FROM rev), updated_at = now(), status = $4
-				WHERE kind = $1 AND key = $2 AND EXISTS (SELECT FROM rev)
-				RETURNING ` + docCols + `),
-			` + fmt.Sprintf(logChange, "2") + `
-			SELECT (SELECT held FROM fence), true, ` + docCols + ` FROM d
+		// updateStatuses is a batch of status writes in one statement,
+		// and so one transaction. Its input is arrays, one element per
+		// write: $1 the write's number, $2 kind, $3 key, $4 the revision it
+		// expects, $5 the status, $6 the fence's lease (NULL for none) and
+		// $7 the fence. It locks the fences' leases, then the documents in
+		// key order (so concurrent batches cannot deadlock), and writes
+		// each document whose lease is held, whose stored revision is the
+		// expected one and whose stored status differs. It returns a row
+		// per write: (number, lease held, written, found, the document as
+		// written or else as stored). One write's failed precondition
+		// never affects another's.
+		updateStatuses: sub(`WITH
+			input AS (SELECT * FROM unnest($1::int[], $2::text[], $3::text[], $4::bigint[], $5::bytea[], $6::text[], $7::bigint[])
+				AS i(n, kind, key, rev, status, lease, fence)),
+			fences AS (SELECT l.name, l.fence FROM {s}.leases l
+				WHERE (l.name, l.fence) IN (SELECT lease, fence FROM input WHERE lease IS NOT NULL)
+					AND l.held AND l.expires > now() FOR SHARE),
+			h AS (SELECT i.*, (i.lease IS NULL OR EXISTS (SELECT FROM fences f WHERE f.name = i.lease AND f.fence = i.fence)) AS held
+				FROM input i),
+			cur AS (SELECT h.n, ` + qualified("c") + ` FROM h JOIN {s}.documents c ON c.kind = h.kind AND c.key = h.key
+				ORDER BY c.kind, c.key FOR UPDATE OF c),
+			ok AS (SELECT h.n FROM h JOIN cur c ON c.n = h.n
+				WHERE h.held AND c.revision = h.rev AND c.status IS DISTINCT FROM h.status),
+			d AS (UPDATE {s}.documents d SET revision = nextval('{s}.revisions'), updated_at = now(), status = h.status
+				FROM h WHERE h.n IN (SELECT n FROM ok) AND d.kind = h.kind AND d.key = h.key
+				RETURNING h.n, ` + qualified("d") + `),
+			logged AS (INSERT INTO {s}.changes (revision, type, kind, key, uid, doc_revision, generation, created_at,
+					updated_at, deletion_requested_at, finalizers, owners, labels, spec, status)
+				SELECT d.revision, 2, d.kind, d.key, d.uid, d.revision, d.generation, d.created_at, d.updated_at,
+					d.deletion_requested_at, d.finalizers, d.owners, d.labels, d.spec, d.status FROM d ORDER BY d.revision)
+			SELECT h.n, h.held, true, true, ` + qualified("d") + ` FROM h JOIN d ON d.n = h.n
 			UNION ALL
-			SELECT (SELECT held FROM fence), false, ` + docCols + ` FROM cur WHERE NOT EXISTS (SELECT FROM d)`),
+			SELECT h.n, h.held, false, true, ` + qualified("c") + ` FROM h JOIN cur c ON c.n = h.n
+				WHERE h.n NOT IN (SELECT n FROM d)
+			UNION ALL
+			SELECT h.n, h.held, false, false, ` + missingDoc + ` FROM h WHERE h.n NOT IN (SELECT n FROM cur)`),
 		// removeQuiet deletes a document whose removal put already logged.
 		removeQuiet: sub(`DELETE FROM {s}.documents WHERE kind = $1 AND key = $2`),
 
-		compactCheck: sub(`SELECT value FROM {s}.revision FOR UPDATE`),
+		compactCheck: sub(`SELECT last_value FROM {s}.revisions`),
+		// compact discards the changes up to $1, which settle has settled.
 		compact: sub(`WITH gone AS (DELETE FROM {s}.changes WHERE revision <= $1)
-			UPDATE {s}.revision SET compacted = greatest(compacted, $1)`),
+			UPDATE {s}.revision SET compacted = greatest(compacted, $1), value = greatest(value, $1)`),
 		currentCompaction: sub(`SELECT compacted FROM {s}.revision`),
-		changes: sub(`SELECT (SELECT compacted FROM {s}.revision), revision, type,
-				kind, key, uid, doc_revision, generation, created_at, updated_at, deletion_requested_at,
-				finalizers, owners, labels, spec, status
-			FROM {s}.changes WHERE kind = $1 AND revision > $2 ORDER BY revision LIMIT $3`),
+		// changes reads a window of at most $3 logged revisions after $2,
+		// of every kind, and returns a first row (at revision 0) holding
+		// the compaction point and the end of the window's gapless prefix
+		// (safe: every revision after $2 up to it is logged), then the
+		// changes of kind $1 in the window, in order. The window's last
+		// revision rides in the first row's doc_revision.
+		changes: sub(`WITH
+			win AS (SELECT revision, type, kind FROM {s}.changes WHERE revision > $2 ORDER BY revision LIMIT $3),
+			safe AS (SELECT $2::bigint + count(*) AS value FROM
+				(SELECT revision - row_number() OVER (ORDER BY revision) AS off FROM win) x WHERE off = $2)
+			SELECT (SELECT compacted FROM {s}.revision), (SELECT value FROM safe), 0::bigint, 0::smallint,
+				'', '', '', (SELECT coalesce(max(revision), $2) FROM win), 0::bigint, now(), now(),
+				NULL::timestamptz, NULL::text[], NULL::jsonb, NULL::jsonb, NULL::bytea, NULL::bytea
+			UNION ALL
+			(SELECT 0, 0, c.revision, c.type, ` + strings.Replace(qualified("c"), "c.revision", "c.doc_revision", 1) + `
+				FROM {s}.changes c
+				WHERE c.revision IN (SELECT revision FROM win WHERE kind = $1 AND type > 0)
+				ORDER BY c.revision)`),
+		// fillGaps logs a gap marker (type 0) at every revision from $1 to
+		// $2 that has no change. A revision whose write is still in flight
+		// has its change row inserted already (a write takes its revision
+		// and logs it in one statement), so the marker waits for that write
+		// to commit or roll back; a write that takes a revision the marker
+		// claimed first fails on the primary key, wrote nothing, and is
+		// retried. Once it returns, every revision up to $2 is logged for
+		// good, in order: the gaps are settled.
+		fillGaps: sub(`INSERT INTO {s}.changes (revision, type, kind, key, uid, doc_revision, generation, created_at, updated_at)
+			SELECT g, 0, '', '', '', 0, 0, now(), now() FROM generate_series($1::bigint, $2::bigint) g
+			ON CONFLICT (revision) DO NOTHING`),
+		// settle fills the gaps up to $1 and records it as settled, so
+		// List looks for gaps only after it.
+		settle: sub(`WITH f AS (INSERT INTO {s}.changes (revision, type, kind, key, uid, doc_revision, generation, created_at, updated_at)
+				SELECT g, 0, '', '', '', 0, 0, now(), now()
+				FROM generate_series((SELECT value FROM {s}.revision) + 1, $1::bigint) g
+				ON CONFLICT (revision) DO NOTHING)
+			UPDATE {s}.revision SET value = greatest(value, $1)`),
+		// listRevision is the revision of a List's snapshot: the end of the
+		// gapless prefix of the log after the settled watermark, and the
+		// newest revision logged. Where they differ, a write below the
+		// newest is still in flight or left a gap.
+		listRevision: sub(`SELECT r.value + (SELECT count(*) FROM
+				(SELECT revision - row_number() OVER (ORDER BY revision) AS off FROM {s}.changes WHERE revision > r.value) x
+				WHERE off = r.value),
+			greatest(r.value, (SELECT max(revision) FROM {s}.changes))
+			FROM {s}.revision r`),
 
 		// acquire takes a free or expired lease, or renews the holder's own.
 		acquire: sub(`INSERT INTO {s}.leases AS l (name, holder, fence, ttl_ns, expires, held)
@@ -132,6 +181,19 @@ func newStatements(schema string) statements {
 			WHERE held AND expires > now() AND starts_with(name, $1) ORDER BY name COLLATE "C"`),
 	}
 }
+
+// qualified returns docCols, each prefixed with the table alias a.
+func qualified(a string) string {
+	cols := strings.Split(docCols, ",")
+	for i, c := range cols {
+		cols[i] = a + "." + strings.TrimSpace(c)
+	}
+	return strings.Join(cols, ", ")
+}
+
+// missingDoc stands for docCols in a result row that has no document.
+const missingDoc = `'', '', '', 0::bigint, 0::bigint, now(), now(), NULL::timestamptz, NULL::text[], NULL::jsonb,
+	NULL::jsonb, NULL::bytea, NULL::bytea`
 
 // scanDoc reads the columns of docCols, after the values in before.
 func scanDoc(row pgx.Row, before ...any) (store.Document, error) {

@@ -45,6 +45,10 @@ var (
 	// this package than the running one. Upgrade the program; the backend
 	// never writes to a schema it does not know.
 	ErrSchemaTooNew = errors.New("postgres: schema is newer than this program")
+	// ErrSchemaOutdated: Config.NoMigrate is set and the database schema is
+	// missing or at an older version than this program needs. Run a program
+	// that migrates it ([Migrate], or [New] without NoMigrate) first.
+	ErrSchemaOutdated = errors.New("postgres: schema is missing or older than this program")
 )
 
 // Config configures a [Store]. Kinds and one of Pool or URL are required;
@@ -75,6 +79,12 @@ type Config struct {
 	// before it queries for changes anyway, so a lost notification delays an
 	// event by at most this long. Zero means [DefaultPollInterval].
 	PollInterval time.Duration
+	// NoMigrate makes [New] check the schema's version instead of
+	// migrating it, for a program that must not change the database (an
+	// operator's command-line tool, a read-only service): a missing or older
+	// schema fails with [ErrSchemaOutdated], a newer one with
+	// [ErrSchemaTooNew]. False means New migrates (see [Migrate]).
+	NoMigrate bool
 }
 
 // Store is a [store.Backend] on PostgreSQL. It is safe for concurrent use.
@@ -89,6 +99,7 @@ type Store struct {
 	poll      time.Duration
 	sql       statements
 	connectTo *pgx.ConnConfig // for the watches' notification connections
+	groups    groups          // the group commit of status writes
 }
 
 var (
@@ -99,7 +110,8 @@ var (
 var schemaPattern = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,47}$`)
 
 // New connects to the database, applies the schema migrations this version
-// knows (see [Migrate]) and returns the store. It starts no goroutine.
+// knows (see [Migrate]; with Config.NoMigrate it only checks the version)
+// and returns the store. It starts no goroutine.
 func New(ctx context.Context, cfg Config) (*Store, error) {
 	s := &Store{
 		schema:  cfg.Schema,
@@ -157,7 +169,11 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, errors.New("postgres: Config.Pool and Config.URL are both empty")
 	}
 	s.connectTo = s.pool.Config().ConnConfig.Copy()
-	if err := Migrate(ctx, s.pool, s.schema); err != nil {
+	prepare := Migrate
+	if cfg.NoMigrate {
+		prepare = CheckSchema
+	}
+	if err := prepare(ctx, s.pool, s.schema); err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -239,16 +255,21 @@ func (s *Store) tryTx(ctx context.Context, op, kind, key string, fn func(pgx.Tx)
 }
 
 // statement runs query, a write that is one statement and so one
-// transaction of its own, and calls scan on the row it returns, if any; it
-// reports whether there was one. It retries the statement when it surely
-// wrote nothing: it was never sent, or the server reported its failure (a
+// transaction of its own, and calls scan on each row it returns; it reports
+// whether there was one. The rows are read to the end of the statement,
+// including its commit, before it returns: the server reports a failed
+// commit after the rows. It retries the statement when it surely wrote
+// nothing: it was never sent, or the server reported its failure (a
 // deadlock, a serialization failure, the session terminated) before a row
 // came back, so the statement did not complete and its transaction did not
-// commit. A connection lost otherwise leaves the outcome unknown, and the
-// error wraps errCommitUnknown.
-func (s *Store) statement(ctx context.Context, scan func(pgx.Row) error, query string, args ...any) (bool, error) {
+// commit; reset is called before each retry. A connection lost otherwise
+// leaves the outcome unknown, and the error wraps errCommitUnknown.
+func (s *Store) statement(ctx context.Context, scan func(pgx.Row) error, reset func(), query string, args ...any) (bool, error) {
 	var err error
-	for range maxAttempts {
+	for attempt := range maxAttempts {
+		if attempt > 0 {
+			reset()
+		}
 		var found bool
 		found, err = s.statementOnce(ctx, scan, query, args)
 		if err == nil {
@@ -283,8 +304,9 @@ func (s *Store) statementOnce(ctx context.Context, scan func(pgx.Row) error, que
 		return false, err
 	}
 	defer rows.Close()
-	found := rows.Next()
-	if found {
+	found := false
+	for rows.Next() {
+		found = true
 		if err := scan(rows); err != nil {
 			return true, err
 		}
@@ -304,10 +326,18 @@ func retryable(ctx context.Context, err error) bool {
 		return false
 	}
 	var pe *pgconn.PgError
-	if errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01") {
+	if errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01" || lostRevision(pe)) {
 		return true
 	}
 	return isConnectionError(err)
+}
+
+// lostRevision reports whether pe is a write's failure to log its change at
+// the revision it took because a reader settling the log marked that
+// revision a gap first (see statements.fillGaps): the write did nothing and
+// is retried at a new revision.
+func lostRevision(pe *pgconn.PgError) bool {
+	return pe.Code == "23505" && pe.ConstraintName == "changes_pkey"
 }
 
 // isConnectionError reports whether err means the connection failed rather
@@ -346,6 +376,8 @@ func (s *Store) translate(ctx context.Context, op, kind, key string, err error) 
 	}
 	var pe *pgconn.PgError
 	switch {
+	case errors.As(err, &pe) && lostRevision(pe):
+		err = fmt.Errorf("%w: %v", store.ErrConflict, err)
 	case errors.As(err, &pe) && pe.Code == "23505": // unique_violation
 		err = fmt.Errorf("%w: %v", store.ErrAlreadyExists, err)
 	case errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01"):

@@ -41,7 +41,7 @@ func (s *Store) Watch(ctx context.Context, kind string, fromRevision int64) (sto
 		return nil, backend.Compacted(kind, fromRevision, compacted)
 	}
 	life, stop := context.WithCancel(context.Background())
-	return &watch{s: s, kind: kind, last: fromRevision, life: life, stop: stop}, nil
+	return &watch{s: s, kind: kind, last: fromRevision, settled: fromRevision, life: life, stop: stop}, nil
 }
 
 // watch pages through the change log of one kind. Next must not be called
@@ -55,9 +55,10 @@ type watch struct {
 	stop context.CancelFunc
 
 	// Owned by Next.
-	buf  []store.Event
-	last int64 // revision of the last event delivered
-	err  error // the failure every later Next returns
+	buf     []store.Event
+	last    int64 // revision of the last event delivered
+	settled int64 // every revision up to it is in buf or delivered, or never logged
+	err     error // the failure every later Next returns
 
 	// mu guards conn and closed.
 	mu     sync.Mutex
@@ -146,40 +147,63 @@ func (w *watch) await(ctx context.Context) error {
 	return nil
 }
 
-// fill reads the next changes of the kind into the buffer. It fails with
-// store.ErrCompacted if changes the watch has not delivered were discarded.
+// fill reads the next changes of the kind into the buffer. Revisions may
+// commit out of order, so it reads only up to the first gap in the log
+// after the revisions it has settled; if the gap leaves it nothing to
+// deliver, it settles the gap (statements.fillGaps waits for a write still
+// in flight there) and reads again. It fails with store.ErrCompacted if
+// changes the watch has not delivered were discarded.
 func (w *watch) fill(ctx context.Context) error {
-	rows, err := w.s.pool.Query(ctx, w.s.sql.changes, w.kind, w.last, watchBatch)
+	for range maxAttempts {
+		end, err := w.read(ctx)
+		if err != nil || len(w.buf) > 0 || end == w.settled {
+			return err
+		}
+		if _, err := w.s.pool.Exec(ctx, w.s.sql.fillGaps, w.settled+1, end); err != nil && !retryable(ctx, err) {
+			return err
+		}
+	}
+	return nil
+}
+
+// read runs statements.changes once: it buffers the kind's changes up to
+// the first gap and returns the last revision it saw of any kind.
+func (w *watch) read(ctx context.Context) (int64, error) {
+	rows, err := w.s.pool.Query(ctx, w.s.sql.changes, w.kind, w.settled, watchBatch)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer rows.Close()
-	var compacted int64
+	var compacted, safe, end int64
 	for rows.Next() {
 		var e store.Event
 		var typ int16
-		if e.Document, err = scanDoc(rows, &compacted, &e.Revision, &typ); err != nil {
-			return err
+		var c, sf int64 // set in the first row only
+		if e.Document, err = scanDoc(rows, &c, &sf, &e.Revision, &typ); err != nil {
+			w.buf = w.buf[:0]
+			return 0, err
+		}
+		if e.Revision == 0 { // the first row
+			compacted, safe, end = c, sf, e.Document.Meta.Revision
+			continue
+		}
+		if e.Revision > safe {
+			break
 		}
 		e.Type = store.EventType(typ)
 		w.buf = append(w.buf, e)
 	}
+	rows.Close()
 	if err := rows.Err(); err != nil {
 		w.buf = w.buf[:0]
-		return err
+		return 0, err
 	}
-	if len(w.buf) == 0 {
-		// Read after the changes, so a discard between the two reads is
-		// seen here.
-		if err := w.s.pool.QueryRow(ctx, w.s.sql.currentCompaction).Scan(&compacted); err != nil {
-			return err
-		}
-	}
-	if compacted > w.last {
+	if compacted > w.settled {
 		w.buf = w.buf[:0]
-		return backend.Compacted(w.kind, w.last, compacted)
+		return 0, backend.Compacted(w.kind, w.last, compacted)
 	}
-	return nil
+	w.settled = safe
+	return end, nil
 }
 
 // takeConn returns the watch's LISTEN connection, connecting if needed, or

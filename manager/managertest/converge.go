@@ -149,11 +149,11 @@ func (c *WriteCounter) Delete(ctx context.Context, kind, key string, opts store.
 //     says.
 func Converge(b *testing.B, cfg ConvergeConfig) {
 	if cfg.Open == nil {
-		b.Fatal("controllertest: ConvergeConfig.Open is nil")
+		b.Fatal("managertest: ConvergeConfig.Open is nil")
 	}
 	docs, workers := cmp.Or(cfg.Documents, 10_000), cmp.Or(cfg.Workers, 8)
 	if docs < 0 || workers < 0 {
-		b.Fatal("controllertest: ConvergeConfig.Documents and Workers must not be negative")
+		b.Fatal("managertest: ConvergeConfig.Documents and Workers must not be negative")
 	}
 	var total run
 	for range b.N {

@@ -1,4 +1,4 @@
-// Package controllertest tests and measures controllers running over a real
+// Package managertest tests and measures controllers running over a real
 // store backend, as package storetest tests the backend itself.
 //
 // # Failover

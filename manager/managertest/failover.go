@@ -75,10 +75,10 @@ type FailoverConfig struct {
 
 func (cfg *FailoverConfig) validate() error {
 	if cfg.Open == nil {
-		return errors.New("controllertest: FailoverConfig.Open is nil")
+		return errors.New("managertest: FailoverConfig.Open is nil")
 	}
 	if cfg.ExpiryLag < 0 {
-		return errors.New("controllertest: FailoverConfig.ExpiryLag is negative")
+		return errors.New("managertest: FailoverConfig.ExpiryLag is negative")
 	}
 	return nil
 }

@@ -11,6 +11,11 @@
 #   eval "$(bash scripts/servers/postgres.sh | grep ^export)"
 #
 # The cluster trades durability for speed (fsync off): it is for tests only.
+# TEND_POSTGRES_DURABLE=1 starts it with durable commits instead (fsync,
+# synchronous_commit and full_page_writes on, PostgreSQL's defaults), for
+# benchmarks that must pay for each commit's WAL flush:
+#
+#   eval "$(TEND_POSTGRES_DURABLE=1 bash scripts/servers/postgres.sh | grep ^export)"
 
 postgres_dir=""
 postgres_bin=""
@@ -67,6 +72,14 @@ start_postgres() {
   postgres_as "$postgres_bin/initdb" -D "$postgres_dir/data" -U postgres --auth=trust \
     --encoding=UTF8 --locale=C >"$postgres_dir/initdb.log" 2>&1 ||
     { cat "$postgres_dir/initdb.log" >&2; return 1; }
+  local durability="fsync = off
+synchronous_commit = off
+full_page_writes = off"
+  if [ "${TEND_POSTGRES_DURABLE:-}" = 1 ]; then
+    durability="fsync = on
+synchronous_commit = on
+full_page_writes = on"
+  fi
   for attempt in 1 2 3 4 5; do
     port=$(free_port)
     postgres_as tee -a "$postgres_dir/data/postgresql.conf" >/dev/null <<EOF
@@ -74,9 +87,7 @@ listen_addresses = '127.0.0.1'
 port = $port
 unix_socket_directories = '$postgres_dir'
 max_connections = 300
-fsync = off
-synchronous_commit = off
-full_page_writes = off
+$durability
 EOF
     if postgres_as "$postgres_bin/pg_ctl" -D "$postgres_dir/data" -l "$postgres_dir/server.log" \
       -w -t 60 start >/dev/null; then
@@ -88,7 +99,7 @@ EOF
     -c 'CREATE DATABASE tend' || return 1
   export TEND_POSTGRES_URL="postgres://postgres@127.0.0.1:$port/tend?sslmode=disable"
   cleanups+=(postgres_stop)
-  echo "PostgreSQL $("$postgres_bin/pg_ctl" --version | awk '{print $3}') at $TEND_POSTGRES_URL" >&2
+  echo "PostgreSQL $("$postgres_bin/pg_ctl" --version | awk '{print $3}') at $TEND_POSTGRES_URL${TEND_POSTGRES_DURABLE:+ (durable commits)}" >&2
 }
 
 postgres_stop() {
