@@ -63,7 +63,13 @@ func (m *orderModel) first() string {
 func TestQueueMatchesOrderModel(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		aging := rapid.IntRange(1, 4).Draw(t, "aging")
-		q, err := New(Config[string]{PriorityAging: aging})
+		cfg := Config[string]{PriorityAging: aging}
+		if rapid.Bool().Draw(t, "one group") {
+			// Priority order holds within a group: one group of every key
+			// must serve exactly the order of an ungrouped queue.
+			cfg.Group = func(string) string { return "all" }
+		}
+		q, err := New(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -53,6 +53,10 @@ func TestNewValidatesConfig(t *testing.T) {
 		{"negative aging", Config[string]{PriorityAging: -1}},
 		{"aging too large", Config[string]{PriorityAging: maxPriorityAging + 1}},
 		{"metrics without name", Config[string]{Metrics: &provider{}}},
+		{"negative MaxTriggers", Config[string]{MaxTriggers: -1}},
+		{"negative MaxInFlightPerGroup", Config[string]{Group: tenant, MaxInFlightPerGroup: -1}},
+		{"GroupWeight without Group", Config[string]{GroupWeight: func(string) int { return 2 }}},
+		{"MaxInFlightPerGroup without Group", Config[string]{MaxInFlightPerGroup: 1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -66,7 +70,7 @@ func TestNewValidatesConfig(t *testing.T) {
 func TestNewDoesNotMutateConfig(t *testing.T) {
 	cfg := Config[string]{Name: "q"}
 	q := newQueue(t, cfg)
-	if cfg != (Config[string]{Name: "q"}) {
+	if cfg.Name != "q" || cfg.RateLimiter != nil || cfg.PriorityAging != 0 || cfg.MaxTriggers != 0 {
 		t.Fatalf("config changed to %+v", cfg)
 	}
 	if q.limiter == nil || q.aging != DefaultPriorityAging {
