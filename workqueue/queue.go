@@ -51,7 +51,7 @@ type Config[K comparable] struct {
 	// arrived earlier. Zero means [DefaultPriorityAging]; the maximum is 16384.
 	PriorityAging int
 
-	// MaxTriggers bounds the distinct triggers ([AddOptions.Trigger]) kept
+	// MaxTriggers bounds the distinct triggers ([Queue.AddWithTrigger]) kept
 	// for one turn of a key; further ones are counted in [Turn.Dropped].
 	// Zero means [DefaultMaxTriggers].
 	MaxTriggers int
@@ -91,11 +91,6 @@ type AddOptions struct {
 	// RateLimited delays the key by the rate limiter's verdict like
 	// [Queue.AddRateLimited]. With After also set, the shorter delay wins.
 	RateLimited bool
-
-	// Trigger says why the key is added; [Queue.GetTurn] hands it to the
-	// worker with the turn this add joins. The zero Trigger records
-	// nothing and costs nothing.
-	Trigger Trigger
 }
 
 // Entry states. A key in the index is in exactly one of: ready, delayed,
@@ -242,21 +237,32 @@ func (q *Queue[K]) AddRateLimited(key K) {
 	q.AddWithOptions(key, AddOptions{RateLimited: true})
 }
 
-// AddWithOptions adds key with a priority, a delay, or a rate-limited delay,
-// and says why with a trigger. A key that is already pending keeps the
-// higher of its priorities and the earlier of its deadlines, and gathers the
-// triggers of its adds for its next turn (see [Queue.GetTurn]).
-func (q *Queue[K]) AddWithOptions(key K, opts AddOptions) {
+// AddWithOptions adds key with a priority, a delay, or a rate-limited delay.
+// A key that is already pending keeps the higher of its priorities and the
+// earlier of its deadlines.
+func (q *Queue[K]) AddWithOptions(key K, opts AddOptions) { q.addWithOptions(key, opts, nil) }
+
+// AddWithTrigger is [Queue.AddWithOptions] that says why the key is added:
+// the trigger joins the set of the key's next turn, which [Queue.GetTurn]
+// hands to the worker. That is the turn that serves this add: the next one
+// to start if the key is waiting or in flight, the one its deadline starts
+// if the add is delayed, or an earlier one that an Add starts by making the
+// delayed key ready now. A zero trigger records nothing, like AddWithOptions.
+func (q *Queue[K]) AddWithTrigger(key K, t Trigger, opts AddOptions) {
+	if t == (Trigger{}) {
+		q.addWithOptions(key, opts, nil)
+		return
+	}
+	q.addWithOptions(key, opts, &t)
+}
+
+func (q *Queue[K]) addWithOptions(key K, opts AddOptions, t *Trigger) {
 	prio := clampPriority(opts.Priority)
 	d := opts.After
 	if opts.RateLimited {
 		if r := q.limiter.When(key); d <= 0 || r < d {
 			d = r
 		}
-	}
-	var t *Trigger
-	if opts.Trigger != (Trigger{}) {
-		t = &opts.Trigger
 	}
 	if d <= 0 {
 		q.add(key, prio, opts.RateLimited, t)
@@ -365,8 +371,10 @@ func (q *Queue[K]) addAfter(key K, prio int16, d time.Duration, retry bool, t *T
 }
 
 // Get blocks until a key is ready and hands it out; the caller must call
-// [Queue.Done] with it when finished. After shutdown, Get still returns the
-// keys that are ready, then returns shutdown true. The triggers of the turn,
+// [Queue.Done] with it when finished. With [Config.MaxInFlightPerGroup], a
+// key whose group is at its cap is not ready until one of the group's keys
+// is Done. After shutdown, Get still returns the keys that are ready (waiting
+// for a cap if need be), then returns shutdown true. The triggers of the turn,
 // if any, are dropped: [Queue.GetTurn] returns them.
 func (q *Queue[K]) Get() (key K, shutdown bool) {
 	idx, wake, ok := q.take()
@@ -505,8 +513,8 @@ func (q *Queue[K]) Forget(key K) { q.limiter.Forget(key) }
 // it was last forgotten.
 func (q *Queue[K]) NumRequeues(key K) int { return q.limiter.NumRequeues(key) }
 
-// Len returns the number of ready keys: delayed keys and keys being processed
-// are not counted.
+// Len returns the number of ready keys, including those whose group is at
+// its cap: delayed keys and keys being processed are not counted.
 func (q *Queue[K]) Len() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()

@@ -1,5 +1,7 @@
 package workqueue
 
+import "strconv"
+
 // Trigger says why a key was added: what happened, to which object, at which
 // generation. The queue gives it no meaning: the caller chooses the kinds and
 // what the other fields hold, and the queue only compares triggers, to keep
@@ -17,6 +19,19 @@ type Trigger struct {
 	// Generation is a number that goes with Kind: the generation of a spec
 	// change, say, or the revision of an event.
 	Generation int64
+}
+
+// String returns the trigger as its kind, then its object's kind and key and
+// its generation when set: "spec 7", "owned Certificate ns/cert".
+func (t Trigger) String() string {
+	s := t.Kind
+	if t.ObjectKind != "" || t.ObjectKey != "" {
+		s += " " + t.ObjectKind + " " + t.ObjectKey
+	}
+	if t.Generation != 0 {
+		s += " " + strconv.FormatInt(t.Generation, 10)
+	}
+	return s
 }
 
 // DefaultMaxTriggers is the bound used when [Config.MaxTriggers] is zero.

@@ -13,7 +13,7 @@ import (
 // can be planted in a wrapper around a real queue to see the tests catch it.
 type turnQueue interface {
 	Add(key string)
-	AddWithOptions(key string, opts AddOptions)
+	AddWithTrigger(key string, t Trigger, opts AddOptions)
 	GetTurn(buf []Trigger) (Turn[string], bool)
 	Done(key string)
 	Len() int
@@ -66,17 +66,17 @@ func wantTurn(t fataler, got Turn[string], key string, dropped int, want ...Trig
 
 func TestTriggersCoalesceIntoOneTurn(t *testing.T) {
 	q := newTurnQueue(t, Config[string]{})
-	q.AddWithOptions("a", AddOptions{Trigger: spec(1)})
-	q.AddWithOptions("a", AddOptions{Trigger: owned("ns/c")})
-	q.AddWithOptions("a", AddOptions{Trigger: spec(1)}) // equal: kept once
-	q.Add("a")                                          // no trigger
-	q.AddWithOptions("a", AddOptions{Trigger: spec(2), Priority: 3})
+	q.AddWithTrigger("a", spec(1), AddOptions{})
+	q.AddWithTrigger("a", owned("ns/c"), AddOptions{})
+	q.AddWithTrigger("a", spec(1), AddOptions{}) // equal: kept once
+	q.Add("a")                                   // no trigger
+	q.AddWithTrigger("a", spec(2), AddOptions{Priority: 3})
 	first := turn(t, q)
 	wantTurn(t, first, "a", 0, spec(1), owned("ns/c"), spec(2))
 
 	// Adds while a is in flight wait for its next turn.
-	q.AddWithOptions("a", AddOptions{Trigger: Trigger{Kind: "deleted"}})
-	q.AddWithOptions("a", AddOptions{Trigger: spec(2)})
+	q.AddWithTrigger("a", Trigger{Kind: "deleted"}, AddOptions{})
+	q.AddWithTrigger("a", spec(2), AddOptions{})
 	if q.Len() != 0 {
 		t.Fatal("a ready while in flight")
 	}
@@ -94,20 +94,20 @@ func TestTriggersCoalesceIntoOneTurn(t *testing.T) {
 func TestTriggersBounded(t *testing.T) {
 	q := newTurnQueue(t, Config[string]{MaxTriggers: 2})
 	for g := range int64(5) {
-		q.AddWithOptions("a", AddOptions{Trigger: spec(g)})
+		q.AddWithTrigger("a", spec(g), AddOptions{})
 	}
-	q.AddWithOptions("a", AddOptions{Trigger: spec(1)}) // kept already: merged
-	q.AddWithOptions("a", AddOptions{Trigger: spec(4)}) // dropped again: counted again
+	q.AddWithTrigger("a", spec(1), AddOptions{}) // kept already: merged
+	q.AddWithTrigger("a", spec(4), AddOptions{}) // dropped again: counted again
 	wantTurn(t, turn(t, q), "a", 4, spec(0), spec(1))
 	q.Done("a")
-	q.AddWithOptions("a", AddOptions{Trigger: spec(9)})
+	q.AddWithTrigger("a", spec(9), AddOptions{})
 	wantTurn(t, turn(t, q), "a", 0, spec(9)) // the overflow does not carry over
 	q.Done("a")
 }
 
 func TestPlainGetDropsTriggers(t *testing.T) {
 	q := newQueue(t, Config[string]{})
-	q.AddWithOptions("a", AddOptions{Trigger: spec(1)})
+	q.AddWithTrigger("a", spec(1), AddOptions{})
 	k := get(t, q)
 	q.Done(k)
 	q.Add("a")
@@ -124,10 +124,10 @@ func TestTriggersOfDelayedAdds(t *testing.T) {
 		timer := Trigger{Kind: "timer"}
 		retry := Trigger{Kind: "retry"}
 
-		q.AddWithOptions("a", AddOptions{After: 20 * time.Millisecond, Trigger: timer})
-		q.AddWithOptions("b", AddOptions{Trigger: spec(1)})
+		q.AddWithTrigger("a", timer, AddOptions{After: 20 * time.Millisecond})
+		q.AddWithTrigger("b", spec(1), AddOptions{})
 		wantTurn(t, turn(t, q), "b", 0, spec(1))
-		q.AddWithOptions("b", AddOptions{RateLimited: true, Trigger: retry}) // in flight: due in 10ms
+		q.AddWithTrigger("b", retry, AddOptions{RateLimited: true}) // in flight: due in 10ms
 		q.Done("b")
 		if q.Len() != 0 {
 			t.Fatal("a delayed key is ready early")
@@ -143,7 +143,7 @@ func TestTriggersOfDelayedAdds(t *testing.T) {
 		wantTurn(t, turn(t, q), "a", 0, timer)
 		// Delayed while in flight: the trigger waits for the deadline,
 		// after Done.
-		q.AddWithOptions("a", AddOptions{After: 5 * time.Millisecond, Trigger: timer})
+		q.AddWithTrigger("a", timer, AddOptions{After: 5 * time.Millisecond})
 		q.Done("a")
 		time.Sleep(5 * time.Millisecond)
 		synctest.Wait()
@@ -152,8 +152,8 @@ func TestTriggersOfDelayedAdds(t *testing.T) {
 
 		// An Add that makes a delayed key ready now takes the delay's
 		// trigger into the turn: the queue drops that delay.
-		q.AddWithOptions("c", AddOptions{After: time.Hour, Trigger: timer})
-		q.AddWithOptions("c", AddOptions{Trigger: spec(3)})
+		q.AddWithTrigger("c", timer, AddOptions{After: time.Hour})
+		q.AddWithTrigger("c", spec(3), AddOptions{})
 		wantTurn(t, turn(t, q), "c", 0, timer, spec(3))
 		q.Done("c")
 	})
@@ -205,7 +205,7 @@ func TestTriggersMatchModel(t *testing.T) {
 		t.Repeat(map[string]func(*rapid.T){
 			"Add": func(t *rapid.T) {
 				k, tr := key.Draw(t, "key"), trig.Draw(t, "trigger")
-				q.AddWithOptions(k, AddOptions{Trigger: tr})
+				q.AddWithTrigger(k, tr, AddOptions{})
 				m.add(k, tr)
 			},
 			"GetTurn": func(t *rapid.T) {
@@ -257,8 +257,8 @@ func TestTriggersAllocateNothing(t *testing.T) {
 		tu, _ := q.GetTurn(buf[:0])
 		buf = tu.Triggers
 		q.Done(tu.Key)
-		q.AddWithOptions(tu.Key, AddOptions{Trigger: owned(tu.Key)})
-		q.AddWithOptions(tu.Key, AddOptions{Trigger: spec(1)})
+		q.AddWithTrigger(tu.Key, owned(tu.Key), AddOptions{})
+		q.AddWithTrigger(tu.Key, spec(1), AddOptions{})
 	}); n != 0 {
 		t.Errorf("round trip with triggers: %v allocs, want 0", n)
 	}
