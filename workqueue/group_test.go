@@ -17,26 +17,28 @@ func tenant(key string) string {
 	return t
 }
 
+// Groups take turns, each up to its weight in a row.
 func TestGroupsServedInTurn(t *testing.T) {
-	q := newQueue(t, Config[string]{Group: tenant})
-	for _, k := range []string{"a/1", "a/2", "a/3", "a/4", "b/1", "b/2", "c/1"} {
-		q.Add(k)
+	keys := []string{"a/1", "a/2", "a/3", "a/4", "a/5", "b/1", "b/2", "c/1"}
+	tests := []struct {
+		name   string
+		weight func(string) int
+		want   []string
+	}{
+		{"round robin", nil, []string{"a/1", "b/1", "c/1", "a/2", "b/2", "a/3", "a/4", "a/5"}},
+		{"weighted", func(g string) int { return map[string]int{"a": 3, "c": -1}[g] }, // b 0, c -1: weight 1
+			[]string{"a/1", "a/2", "a/3", "b/1", "c/1", "a/4", "a/5", "b/2"}},
 	}
-	want := []string{"a/1", "b/1", "c/1", "a/2", "b/2", "a/3", "a/4"}
-	if got := drain(t, q); !slices.Equal(got, want) {
-		t.Fatalf("got %v, want %v", got, want)
-	}
-}
-
-func TestGroupWeights(t *testing.T) {
-	weight := func(g string) int { return map[string]int{"a": 3}[g] } // b: 0 counts as 1
-	q := newQueue(t, Config[string]{Group: tenant, GroupWeight: weight})
-	for _, k := range []string{"a/1", "a/2", "a/3", "a/4", "a/5", "b/1", "b/2"} {
-		q.Add(k)
-	}
-	want := []string{"a/1", "a/2", "a/3", "b/1", "a/4", "a/5", "b/2"}
-	if got := drain(t, q); !slices.Equal(got, want) {
-		t.Fatalf("got %v, want %v", got, want)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q := newQueue(t, Config[string]{Group: tenant, GroupWeight: tt.weight})
+			for _, k := range keys {
+				q.Add(k)
+			}
+			if got := drain(t, q); !slices.Equal(got, tt.want) {
+				t.Fatalf("got %v, want %v", got, tt.want)
+			}
+		})
 	}
 }
 
@@ -64,20 +66,13 @@ func TestGroupCapSkipsGroupUntilDone(t *testing.T) {
 		if k := get(t, q); k != "b/1" {
 			t.Fatalf("second = %q, want b/1: a is at its cap", k)
 		}
-		got := make(chan string, 1)
-		go func() {
-			k, _ := q.Get()
-			got <- k
-		}()
-		synctest.Wait()
-		if len(got) != 0 || q.Len() != 1 {
-			t.Fatalf("a/2 handed out while a/1 is in flight (Len %d)", q.Len())
+		got := getLater(q)
+		stillWaiting(t, got, "while a/1 is in flight")
+		if q.Len() != 1 {
+			t.Fatalf("Len = %d, want 1: a/2 is ready, held back by the cap", q.Len())
 		}
 		q.Done("b/1") // another group's Done does not free a
-		synctest.Wait()
-		if len(got) != 0 {
-			t.Fatal("a/2 handed out after b's Done")
-		}
+		stillWaiting(t, got, "after b's Done")
 		q.Done("a/1")
 		if k := <-got; k != "a/2" {
 			t.Fatalf("after Done = %q, want a/2", k)
@@ -86,8 +81,8 @@ func TestGroupCapSkipsGroupUntilDone(t *testing.T) {
 	})
 }
 
-// A key re-added while in flight counts against its group's cap until Done,
-// and shutting down does not lose keys held back by a cap.
+// Shutting down does not lose keys held back by a cap: Get waits for the
+// cap, and the drain for them.
 func TestGroupCapAndShutDownWithDrain(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		q := newQueue(t, Config[string]{Group: tenant, MaxInFlightPerGroup: 1})
@@ -146,11 +141,7 @@ func TestGroupsRoundTripAllocatesNothing(t *testing.T) {
 	for _, k := range keys {
 		q.Add(k)
 	}
-	if n := testing.AllocsPerRun(1000, func() {
-		k, _ := q.Get()
-		q.Done(k)
-		q.Add(k)
-	}); n != 0 {
+	if n := roundTripAllocs(q); n != 0 {
 		t.Errorf("%v allocs per round trip, want 0", n)
 	}
 }
@@ -283,14 +274,8 @@ func TestFairnessProperties(t *testing.T) {
 			"Done": func(t *rapid.T) {
 				k := key.Draw(t, "key")
 				q.Done(k)
-				p, ok := m.processing[k]
-				if !ok {
-					return
-				}
-				delete(m.processing, k)
-				m.inflight[tenant(k)]--
-				if p != nil {
-					m.add(k, *p)
+				if m.done(k) {
+					m.inflight[tenant(k)]--
 				}
 			},
 			"": func(t *rapid.T) {

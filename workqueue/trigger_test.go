@@ -245,11 +245,7 @@ func TestTriggersAllocateNothing(t *testing.T) {
 	for _, k := range keys {
 		q.Add(k)
 	}
-	if n := testing.AllocsPerRun(1000, func() {
-		k, _ := q.Get()
-		q.Done(k)
-		q.Add(k)
-	}); n != 0 {
+	if n := roundTripAllocs(q); n != 0 {
 		t.Errorf("round trip without triggers: %v allocs, want 0", n)
 	}
 	var buf []Trigger
