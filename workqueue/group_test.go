@@ -42,6 +42,34 @@ func TestGroupsServedInTurn(t *testing.T) {
 	}
 }
 
+// One group's backlog of 10,000 keys delays the keys of nine small groups by
+// no more than their fair share: the r-th key of a small group is served
+// within r × 10 Gets, every group being owed one Get in ten.
+func TestBacklogDoesNotDelayOtherGroups(t *testing.T) {
+	q := newQueue(t, Config[string]{Group: tenant})
+	for i := range 10_000 {
+		q.Add(fmt.Sprintf("big/%d", i))
+	}
+	fair := map[string]int{}
+	for g := range 9 {
+		for r := 1; r <= 10; r++ {
+			k := fmt.Sprintf("small-%d/%d", g, r)
+			q.Add(k)
+			fair[k] = r * 10
+		}
+	}
+	for gets := 1; len(fair) > 0; gets++ {
+		k := get(t, q)
+		q.Done(k)
+		if share, ok := fair[k]; ok {
+			if gets > share {
+				t.Fatalf("%s served at Get %d, beyond its fair share %d", k, gets, share)
+			}
+			delete(fair, k)
+		}
+	}
+}
+
 func TestPrioritiesWithinGroup(t *testing.T) {
 	q := newQueue(t, Config[string]{Group: tenant})
 	addPrio(q, "a/low", -1)
