@@ -377,17 +377,11 @@ func (q *Queue[K]) addAfter(key K, prio int16, d time.Duration, retry bool, t *T
 // for a cap if need be), then returns shutdown true. The triggers of the turn,
 // if any, are dropped: [Queue.GetTurn] returns them.
 func (q *Queue[K]) Get() (key K, shutdown bool) {
-	idx, wake, ok := q.take()
-	if !ok {
+	var t Turn[K]
+	if !q.get(&t, false) {
 		return key, true
 	}
-	if q.tracing {
-		q.triggers.at(idx).reset()
-	}
-	key = q.entries.at(idx).key
-	q.mu.Unlock()
-	q.wake(wake)
-	return key, false
+	return t.Key, false
 }
 
 // GetTurn is [Queue.Get] that also says why the key was queued: the turn's
@@ -395,28 +389,14 @@ func (q *Queue[K]) Get() (key K, shutdown bool) {
 // [Turn.Triggers]. A worker that passes the previous turn's Triggers[:0]
 // as buf allocates nothing once the buffer is large enough.
 func (q *Queue[K]) GetTurn(buf []Trigger) (t Turn[K], shutdown bool) {
-	idx, wake, ok := q.take()
-	if !ok {
-		t.Triggers = buf
-		return t, true
-	}
 	t.Triggers = buf
-	if q.tracing {
-		s := q.triggers.at(idx)
-		t.Triggers, t.Dropped = append(buf, s.list...), s.dropped
-		s.reset()
-	}
-	t.Key = q.entries.at(idx).key
-	q.mu.Unlock()
-	q.wake(wake)
-	return t, false
+	return t, !q.get(&t, true)
 }
 
-// take waits until a key can be served and marks it processing. It returns
-// with the lock held the key's entry and how many other workers to wake, or
-// ok false, with the lock released, when the queue is shut down and holds
-// nothing ready.
-func (q *Queue[K]) take() (idx int32, wake int, ok bool) {
+// get waits until a key can be served, marks it processing and fills in t:
+// its key and, with triggers true, its triggers, appended to t.Triggers.
+// It reports false when the queue is shut down and holds nothing ready.
+func (q *Queue[K]) get(t *Turn[K], triggers bool) bool {
 	q.mu.Lock()
 	woken := 0
 	for {
@@ -431,12 +411,13 @@ func (q *Queue[K]) take() (idx int32, wake int, ok bool) {
 		}
 		if q.shutdown && q.ready.live == 0 {
 			q.mu.Unlock()
-			return noEntry, 0, false
+			return false
 		}
 		q.waiting++
 		q.cond.Wait()
 		q.waiting--
 	}
+	var idx int32
 	if q.groups == nil {
 		idx = q.ready.pop(&q.entries, q.aging)
 	} else {
@@ -453,7 +434,18 @@ func (q *Queue[K]) take() (idx int32, wake int, ok bool) {
 		q.counts.queueDur.observe(now - s.queued)
 		s.started = now
 	}
-	return idx, q.waiters(woken - 1), true // this worker took one; wake others for the rest
+	if q.tracing {
+		s := q.triggers.at(idx)
+		if triggers {
+			t.Triggers, t.Dropped = append(t.Triggers, s.list...), s.dropped
+		}
+		s.reset()
+	}
+	t.Key = e.key
+	wake := q.waiters(woken - 1) // this worker took one; wake others for the rest
+	q.mu.Unlock()
+	q.wake(wake)
+	return true
 }
 
 // servable reports whether Get can hand out a key now: one is ready and, with
@@ -496,6 +488,9 @@ func (q *Queue[K]) Done(key K) {
 		e.state = stDelayed
 	default:
 		q.index.delete(at)
+		if q.tracing || q.groups != nil {
+			q.releaseExtras(idx)
+		}
 		q.release(idx)
 	}
 	if q.draining && q.processing == 0 && q.ready.live == 0 {
@@ -573,6 +568,9 @@ func (q *Queue[K]) shutDownLocked() {
 		e.state &^= stDelayed
 		if e.state == 0 {
 			q.index.remove(e.key, d.idx)
+			if q.tracing || q.groups != nil {
+				q.releaseExtras(d.idx)
+			}
 			q.release(d.idx)
 		}
 	}
@@ -620,17 +618,23 @@ func (q *Queue[K]) alloc(key K, prio int16) int32 {
 }
 
 // release returns an entry, already removed from the index, to the free
-// list, dropping its key (and triggers) so that their memory can be
-// collected.
+// list, dropping its key so that the key's memory can be collected. The
+// caller calls releaseExtras first when the queue has triggers or groups; it
+// is kept out of release so that release stays inlined.
 func (q *Queue[K]) release(idx int32) {
+	*q.entries.at(idx) = entry[K]{pos: uint32(q.free)}
+	q.free = idx
+}
+
+// releaseExtras drops what the slabs parallel to the entries hold for idx:
+// its triggers, its place in its group.
+func (q *Queue[K]) releaseExtras(idx int32) {
 	if q.tracing {
 		q.triggers.at(idx).reset()
 	}
 	if q.groups != nil {
 		q.groups.leave(idx)
 	}
-	*q.entries.at(idx) = entry[K]{pos: uint32(q.free)}
-	q.free = idx
 }
 
 // noteTrigger adds t to the triggers of the entry idx's next turn.
@@ -661,12 +665,17 @@ func (q *Queue[K]) pushReady(idx int32) int {
 	e := q.entries.at(idx)
 	e.state |= stReady
 	e.pos = q.seq
-	if q.groups == nil {
-		q.ready.push(e.prio, slot{idx: idx, seq: q.seq})
-		return 1
+	if q.groups != nil {
+		return q.pushGrouped(idx, e.prio)
 	}
+	q.ready.push(e.prio, slot{idx: idx, seq: q.seq})
+	return 1
+}
+
+// pushGrouped is pushReady's path for a queue with groups.
+func (q *Queue[K]) pushGrouped(idx int32, prio int16) int {
 	q.ready.live++
-	if q.groups.push(idx, e.prio, slot{idx: idx, seq: q.seq}) {
+	if q.groups.push(idx, prio, slot{idx: idx, seq: q.seq}) {
 		return 1
 	}
 	return 0
