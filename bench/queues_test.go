@@ -2,6 +2,8 @@ package bench
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -170,3 +172,130 @@ func (noopProvider) NewLongestRunningProcessorSecondsMetric(string) cgworkqueue.
 	return noopMetric{}
 }
 func (noopProvider) NewRetriesMetric(string) cgworkqueue.CounterMetric { return noopMetric{} }
+
+// tenantOf groups the keys of the grouped benchmarks: "t<N>/..." by "t<N>".
+func tenantOf(key string) string {
+	t, _, _ := strings.Cut(key, "/")
+	return t
+}
+
+// BenchmarkFairness measures how long one tenant's backlog delays the keys
+// of others: one group holds 100,000 ready keys and nine groups 10 each, all
+// added before the first Get (the large group first); one worker takes and
+// finishes keys, re-adding the large group's to keep its backlog, until
+// every small group's key has been served. A key's wait is the number of
+// Gets between its Add and its Get; its fair share is r × 10 for the r-th
+// key of its group, every group being owed one Get in ten. It reports the
+// largest and the median ratio of wait to fair share over the 90 small
+// keys: "tend/groups" with Config.Group, "tend" and "clientgo" without
+// groups, which serve the backlog first.
+func BenchmarkFairness(b *testing.B) {
+	const big, small, groups = 100_000, 10, 10
+	keys := make([]string, 0, big+small*(groups-1))
+	for i := range big {
+		keys = append(keys, fmt.Sprintf("t0/%d", i))
+	}
+	fair := map[string]int{} // small key -> fair share in Gets
+	for g := 1; g < groups; g++ {
+		for i := range small {
+			k := fmt.Sprintf("t%d/%d", g, i)
+			keys = append(keys, k)
+			fair[k] = (i + 1) * groups
+		}
+	}
+	news := []struct {
+		name string
+		new  func(tb testing.TB) queue
+	}{
+		{"tend/groups", func(tb testing.TB) queue {
+			q, err := workqueue.New(workqueue.Config[string]{Group: tenantOf})
+			if err != nil {
+				tb.Fatal(err)
+			}
+			return q
+		}},
+		{"tend", func(tb testing.TB) queue { return impls[0].new(tb, false) }},
+		{"clientgo", func(tb testing.TB) queue { return impls[1].new(tb, false) }},
+	}
+	for _, im := range news {
+		b.Run(im.name, func(b *testing.B) {
+			var worst, median float64
+			ratios := make([]float64, 0, len(fair))
+			for b.Loop() {
+				q := im.new(b)
+				added := make(map[string]int, len(fair))
+				gets := 0
+				for _, k := range keys {
+					if _, ok := fair[k]; ok {
+						added[k] = gets
+					}
+					q.Add(k)
+				}
+				ratios = ratios[:0]
+				for len(ratios) < len(fair) {
+					k, _ := q.Get()
+					gets++
+					q.Done(k)
+					if at, ok := added[k]; ok {
+						ratios = append(ratios, float64(gets-at)/float64(fair[k]))
+					} else {
+						q.Add(k)
+					}
+				}
+				q.ShutDown()
+				slices.Sort(ratios)
+				worst, median = ratios[len(ratios)-1], ratios[len(ratios)/2]
+			}
+			b.ReportMetric(worst, "max-wait/fair")
+			b.ReportMetric(median, "p50-wait/fair")
+		})
+	}
+}
+
+// BenchmarkRoundTripGroups is BenchmarkRoundTrip for tend with the 1,000
+// queued keys spread over 10 groups, served fairly, with and without a cap
+// of 2 keys in flight per group.
+func BenchmarkRoundTripGroups(b *testing.B) {
+	for _, limit := range []int{0, 2} {
+		b.Run(fmt.Sprintf("tend/cap-%d", limit), func(b *testing.B) {
+			q, err := workqueue.New(workqueue.Config[string]{Group: tenantOf, MaxInFlightPerGroup: limit})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer q.ShutDown()
+			keys := make([]string, queued)
+			for i := range keys {
+				keys[i] = fmt.Sprintf("t%d/%s", i%10, pool[i])
+				q.Add(keys[i])
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				k, _ := q.Get()
+				q.Done(k)
+				q.Add(k)
+			}
+		})
+	}
+}
+
+// BenchmarkRoundTripTriggers is BenchmarkRoundTrip for tend with every add
+// carrying a trigger and every Get taking the turn's triggers into a reused
+// buffer.
+func BenchmarkRoundTripTriggers(b *testing.B) {
+	q, err := workqueue.New(workqueue.Config[string]{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer q.ShutDown()
+	for _, k := range pool[:queued] {
+		q.AddWithTrigger(k, workqueue.Trigger{Kind: "spec", Generation: 1}, workqueue.AddOptions{})
+	}
+	var buf []workqueue.Trigger
+	b.ReportAllocs()
+	for b.Loop() {
+		t, _ := q.GetTurn(buf[:0])
+		buf = t.Triggers
+		q.Done(t.Key)
+		q.AddWithTrigger(t.Key, workqueue.Trigger{Kind: "owned", ObjectKind: "Certificate", ObjectKey: t.Key}, workqueue.AddOptions{})
+	}
+}

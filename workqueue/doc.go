@@ -5,7 +5,9 @@
 // method names of client-go's typed rate-limiting queue (Add, AddAfter,
 // AddRateLimited, Get, Done, Forget, NumRequeues, Len, ShutDown,
 // ShutDownWithDrain, ShuttingDown), and [New] takes one [Config] from which
-// the key type is inferred.
+// the key type is inferred. Beyond client-go, it keeps the reasons of the
+// adds that each turn of a key serves (triggers), and it can serve the keys
+// of many tenants fairly (groups).
 //
 // # Semantics
 //
@@ -30,6 +32,38 @@
 //     [Queue.ShutDownWithDrain] also waits, within a context, until every
 //     ready key has been handed out and every handed-out key is Done.
 //   - [Queue.Done] of a key that is not being processed is a no-op.
+//
+// # Triggers: why a turn runs
+//
+// A turn is one handing out of a key by Get, up to its Done. Because adds
+// collapse, one turn may serve many of them; [Queue.AddWithTrigger] says why
+// each add happened with a [Trigger] (what happened, to which object, at
+// which generation), and [Queue.GetTurn] hands the worker a [Turn]: the key
+// and the distinct triggers of the adds that turn serves, in the order they
+// first came.
+//
+//   - A trigger joins the key's next turn: the next one to start when the
+//     key is waiting or in flight, the one its deadline starts when the add
+//     is delayed (AddAfter, rate-limited retries), or an earlier one that an
+//     Add starts by making the delayed key ready now.
+//   - Equal triggers are kept once. A turn keeps at most
+//     [Config.MaxTriggers] distinct triggers and counts the adds beyond in
+//     [Turn.Dropped].
+//   - The queue gives triggers no meaning; the caller defines the kinds.
+//   - Get drops the triggers of the turn it hands out. A queue never given a
+//     trigger keeps no trigger state, and GetTurn with the previous turn's
+//     buffer allocates nothing once the buffer has grown.
+//
+// # Fair groups
+//
+// With [Config.Group] set, each key belongs to a group (a tenant, say), and
+// ready keys are served in turn across the groups that have one: each group
+// up to [Config.GroupWeight] keys in a row, then the next. Priorities and
+// aging apply within each group. With [Config.MaxInFlightPerGroup], a group
+// whose cap of keys is being processed is skipped until one of them is Done.
+// The bound: while a group has a ready key and is under its cap, the other
+// groups are served at most the sum of their weights before it is, whatever
+// their backlog. A group's state is freed when it holds no key.
 //
 // # Differences from client-go
 //

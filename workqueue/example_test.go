@@ -2,6 +2,7 @@ package workqueue_test
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -130,4 +131,86 @@ func ExampleNewMaxWaitLimiter() {
 	fmt.Println(capped.When("ns/a"), capped.When("ns/a"))
 	// Output:
 	// 1ms 1m0s
+}
+
+// Triggers say why each turn of a key runs: the adds coalesced into one turn
+// hand their distinct triggers to the worker together, and adds while the
+// key is in flight wait for its next turn.
+func ExampleQueue_GetTurn() {
+	q, _ := workqueue.New(workqueue.Config[string]{})
+	defer q.ShutDown()
+	spec := workqueue.Trigger{Kind: "spec", Generation: 7}
+	q.AddWithTrigger("ns/gw", spec, workqueue.AddOptions{})
+	q.AddWithTrigger("ns/gw", workqueue.Trigger{Kind: "owned", ObjectKind: "Certificate", ObjectKey: "ns/cert"}, workqueue.AddOptions{})
+	q.AddWithTrigger("ns/gw", spec, workqueue.AddOptions{}) // the same trigger again: kept once
+
+	var buf []workqueue.Trigger // reused from turn to turn
+	turn, _ := q.GetTurn(buf[:0])
+	buf = turn.Triggers
+	fmt.Println(turn.Key, turn.Triggers)
+	q.AddWithTrigger("ns/gw", workqueue.Trigger{Kind: "deleted"}, workqueue.AddOptions{}) // in flight
+	q.Done(turn.Key)
+
+	turn, _ = q.GetTurn(buf[:0])
+	fmt.Println(turn.Key, turn.Triggers)
+	q.Done(turn.Key)
+	// Output:
+	// ns/gw [spec 7 owned Certificate ns/cert]
+	// ns/gw [deleted]
+}
+
+// A retry carries its trigger to the turn its backoff ends in.
+func ExampleQueue_AddWithTrigger() {
+	q, _ := workqueue.New(workqueue.Config[string]{})
+	defer q.ShutDown()
+	q.AddWithTrigger("ns/a", workqueue.Trigger{Kind: "retry"}, workqueue.AddOptions{RateLimited: true})
+	turn, _ := q.GetTurn(nil) // waits for the backoff, 5ms by default
+	fmt.Println(turn.Key, turn.Triggers[0].Kind)
+	q.Done(turn.Key)
+	// Output:
+	// ns/a retry
+}
+
+// Groups keep one tenant's backlog from delaying the others: ready keys are
+// served in turn across groups, each up to its weight in a row.
+func ExampleConfig_group() {
+	tenant := func(key string) string { t, _, _ := strings.Cut(key, "/"); return t }
+	q, _ := workqueue.New(workqueue.Config[string]{
+		Group:       tenant,
+		GroupWeight: func(g string) int { return map[string]int{"gold": 2}[g] }, // others: 1
+	})
+	defer q.ShutDown()
+	for _, k := range []string{"busy/1", "busy/2", "busy/3", "busy/4", "quiet/1", "gold/1", "gold/2", "gold/3"} {
+		q.Add(k)
+	}
+	for q.Len() > 0 {
+		key, _ := q.Get()
+		fmt.Print(key, " ")
+		q.Done(key)
+	}
+	fmt.Println()
+	// Output:
+	// busy/1 quiet/1 gold/1 gold/2 busy/2 gold/3 busy/3 busy/4
+}
+
+// A cap on the keys in flight per group keeps one tenant from taking every
+// worker: a group at its cap is skipped until one of its keys is Done.
+func ExampleConfig_maxInFlightPerGroup() {
+	tenant := func(key string) string { t, _, _ := strings.Cut(key, "/"); return t }
+	q, _ := workqueue.New(workqueue.Config[string]{Group: tenant, MaxInFlightPerGroup: 1})
+	defer q.ShutDown()
+	q.Add("a/1")
+	q.Add("a/2")
+	q.Add("b/1")
+	k1, _ := q.Get()
+	k2, _ := q.Get()
+	fmt.Println(k1, k2, "ready:", q.Len()) // a/2 waits for a/1
+	q.Done(k1)
+	k3, _ := q.Get()
+	fmt.Println(k3)
+	q.Done(k2)
+	q.Done(k3)
+	// Output:
+	// a/1 b/1 ready: 1
+	// a/2
 }

@@ -46,6 +46,20 @@ func (m *orderModel) add(k string, prio int) {
 	m.ready[k] = [2]int{m.arrivals, prio}
 }
 
+// done ends the processing of k, re-adding it if it was added meanwhile, and
+// reports whether k was being processed.
+func (m *orderModel) done(k string) bool {
+	p, ok := m.processing[k]
+	if !ok {
+		return false // Done of a key not handed out is a no-op
+	}
+	delete(m.processing, k)
+	if p != nil {
+		m.add(k, *p)
+	}
+	return true
+}
+
 func (m *orderModel) first() string {
 	var best string
 	for k, r := range m.ready {
@@ -63,7 +77,13 @@ func (m *orderModel) first() string {
 func TestQueueMatchesOrderModel(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		aging := rapid.IntRange(1, 4).Draw(t, "aging")
-		q, err := New(Config[string]{PriorityAging: aging})
+		cfg := Config[string]{PriorityAging: aging}
+		if rapid.Bool().Draw(t, "one group") {
+			// Priority order holds within a group: one group of every key
+			// must serve exactly the order of an ungrouped queue.
+			cfg.Group = func(string) string { return "all" }
+		}
+		q, err := New(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -96,14 +116,7 @@ func TestQueueMatchesOrderModel(t *testing.T) {
 			"Done": func(t *rapid.T) {
 				k := key.Draw(t, "key")
 				q.Done(k)
-				p, ok := m.processing[k]
-				if !ok {
-					return // Done of a key not handed out is a no-op
-				}
-				delete(m.processing, k)
-				if p != nil {
-					m.add(k, *p)
-				}
+				m.done(k)
 			},
 			"": func(t *rapid.T) {
 				if n := q.Len(); n != len(m.ready) {

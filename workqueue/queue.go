@@ -50,6 +50,31 @@ type Config[K comparable] struct {
 	// arrived at most d × PriorityAging arrivals before it, and after any that
 	// arrived earlier. Zero means [DefaultPriorityAging]; the maximum is 16384.
 	PriorityAging int
+
+	// MaxTriggers bounds the distinct triggers ([Queue.AddWithTrigger]) kept
+	// for one turn of a key; further ones are counted in [Turn.Dropped].
+	// Zero means [DefaultMaxTriggers].
+	MaxTriggers int
+
+	// Group, when set, names the group of a key (its tenant, say), and ready
+	// keys are served fairly across groups: in turn, each group up to its
+	// weight in a row, priorities and aging applying within each group. A
+	// group of 100,000 ready keys thus delays a key of another group by at
+	// most the other groups' weights, not by its backlog. Group is called
+	// with the queue's lock held, once when a key enters the queue, and must
+	// not call the queue. Nil means one group: plain priority order.
+	Group func(K) string
+
+	// GroupWeight gives the weight of a group: how many of its keys are
+	// served in a row when its turn comes. It is called once when a group
+	// gets its first key, with the lock held. Results are clamped to
+	// [1, 65536]. Nil means every group weighs 1. It needs Group.
+	GroupWeight func(group string) int
+
+	// MaxInFlightPerGroup caps how many keys of one group are processed at
+	// once: a group at its cap is skipped until one of its keys is Done.
+	// Zero means no cap. It needs Group.
+	MaxInFlightPerGroup int
 }
 
 // AddOptions are the options of [Queue.AddWithOptions]. The zero value is a
@@ -105,6 +130,7 @@ const noEntry = -1
 type Queue[K comparable] struct {
 	limiter RateLimiter[K]
 	aging   int64
+	maxTrig int
 	base    time.Time // origin of the queue's int64 clock
 	tracked bool      // a MetricsProvider reads the queue's metrics
 	untrack func()    // stops it; nil when metrics are off
@@ -124,12 +150,15 @@ type Queue[K comparable] struct {
 	entries    slab[entry[K]]
 	free       int32 // head of the free list of entries, noEntry if none
 	delays     delayHeap[K]
-	counts     counts // metric counters, kept even when metrics are off (cheap)
+	groups     *groups[K] // nil when Config.Group is nil
+	counts     counts     // metric counters, kept even when metrics are off (cheap)
 
-	cond       sync.Cond   // signalled when a key becomes ready or on shutdown; Get waits on it
-	drained    sync.Cond   // broadcast when a draining queue becomes empty or a drain context ends
-	stamps     slab[stamp] // parallel to entries; empty when metrics are off
-	timer      *time.Timer // fires at the earliest delay; created on first use
+	cond       sync.Cond        // signalled when a key becomes ready or on shutdown; Get waits on it
+	drained    sync.Cond        // broadcast when a draining queue becomes empty or a drain context ends
+	stamps     slab[stamp]      // parallel to entries; empty when metrics are off
+	tracing    bool             // a trigger has been added: triggers is in use
+	triggers   slab[triggerSet] // parallel to entries; empty until the first trigger
+	timer      *time.Timer      // fires at the earliest delay; created on first use
 	timerArmed bool
 	timerAt    int64
 }
@@ -144,9 +173,19 @@ func New[K comparable](cfg Config[K]) (*Queue[K], error) {
 	if cfg.Metrics != nil && cfg.Name == "" {
 		return nil, fmt.Errorf("%w: Name is required when Metrics is set", ErrInvalidConfig)
 	}
+	if cfg.MaxTriggers < 0 {
+		return nil, fmt.Errorf("%w: MaxTriggers %d is negative", ErrInvalidConfig, cfg.MaxTriggers)
+	}
+	if cfg.MaxInFlightPerGroup < 0 {
+		return nil, fmt.Errorf("%w: MaxInFlightPerGroup %d is negative", ErrInvalidConfig, cfg.MaxInFlightPerGroup)
+	}
+	if cfg.Group == nil && (cfg.GroupWeight != nil || cfg.MaxInFlightPerGroup != 0) {
+		return nil, fmt.Errorf("%w: GroupWeight and MaxInFlightPerGroup need Group", ErrInvalidConfig)
+	}
 	q := &Queue[K]{
 		limiter: cfg.RateLimiter,
 		aging:   int64(cfg.PriorityAging),
+		maxTrig: cfg.MaxTriggers,
 		base:    time.Now(),
 		index:   newIndex[K](),
 		free:    noEntry,
@@ -157,6 +196,12 @@ func New[K comparable](cfg Config[K]) (*Queue[K], error) {
 	}
 	if q.aging == 0 {
 		q.aging = DefaultPriorityAging
+	}
+	if q.maxTrig == 0 {
+		q.maxTrig = DefaultMaxTriggers
+	}
+	if cfg.Group != nil {
+		q.groups = newGroups(&cfg)
 	}
 	q.cond.L = &q.mu
 	q.drained.L = &q.mu
@@ -174,17 +219,17 @@ func New[K comparable](cfg Config[K]) (*Queue[K], error) {
 // already waiting collapses with it; a delayed key becomes ready now and its
 // pending delay is dropped; a key being processed is handed out again after
 // [Queue.Done].
-func (q *Queue[K]) Add(key K) { q.add(key, 0, false) }
+func (q *Queue[K]) Add(key K) { q.add(key, 0, false, nil) }
 
 // AddAfter adds key once d has passed. If the key is already delayed, the
 // earlier deadline wins whatever the call order; if it is already ready,
 // nothing changes. AddAfter with d <= 0 is [Queue.Add].
 func (q *Queue[K]) AddAfter(key K, d time.Duration) {
 	if d <= 0 {
-		q.add(key, 0, false)
+		q.add(key, 0, false, nil)
 		return
 	}
-	q.addAfter(key, 0, d, false)
+	q.addAfter(key, 0, d, false, nil)
 }
 
 // AddRateLimited adds key after the delay the rate limiter returns for it.
@@ -195,7 +240,23 @@ func (q *Queue[K]) AddRateLimited(key K) {
 // AddWithOptions adds key with a priority, a delay, or a rate-limited delay.
 // A key that is already pending keeps the higher of its priorities and the
 // earlier of its deadlines.
-func (q *Queue[K]) AddWithOptions(key K, opts AddOptions) {
+func (q *Queue[K]) AddWithOptions(key K, opts AddOptions) { q.addWithOptions(key, opts, nil) }
+
+// AddWithTrigger is [Queue.AddWithOptions] that says why the key is added:
+// the trigger joins the set of the key's next turn, which [Queue.GetTurn]
+// hands to the worker. That is the turn that serves this add: the next one
+// to start if the key is waiting or in flight, the one its deadline starts
+// if the add is delayed, or an earlier one that an Add starts by making the
+// delayed key ready now. A zero trigger records nothing, like AddWithOptions.
+func (q *Queue[K]) AddWithTrigger(key K, t Trigger, opts AddOptions) {
+	if t == (Trigger{}) {
+		q.addWithOptions(key, opts, nil)
+		return
+	}
+	q.addWithOptions(key, opts, &t)
+}
+
+func (q *Queue[K]) addWithOptions(key K, opts AddOptions, t *Trigger) {
 	prio := clampPriority(opts.Priority)
 	d := opts.After
 	if opts.RateLimited {
@@ -204,17 +265,18 @@ func (q *Queue[K]) AddWithOptions(key K, opts AddOptions) {
 		}
 	}
 	if d <= 0 {
-		q.add(key, prio, opts.RateLimited)
+		q.add(key, prio, opts.RateLimited, t)
 		return
 	}
-	q.addAfter(key, prio, d, opts.RateLimited)
+	q.addAfter(key, prio, d, opts.RateLimited, t)
 }
 
 func clampPriority(p int) int16 {
 	return int16(min(max(p, MinPriority), MaxPriority))
 }
 
-func (q *Queue[K]) add(key K, prio int16, retry bool) {
+// add adds key now; t, when not nil, is the trigger of the add.
+func (q *Queue[K]) add(key K, prio int16, retry bool, t *Trigger) {
 	q.mu.Lock()
 	if q.shutdown {
 		q.mu.Unlock()
@@ -227,12 +289,17 @@ func (q *Queue[K]) add(key K, prio int16, retry bool) {
 	if idx == noEntry {
 		idx = q.alloc(key, prio)
 		q.index.insert(idx, h, at)
+		if t != nil {
+			q.noteTrigger(idx, t)
+		}
 		q.noteAdd(idx)
-		q.pushReady(idx)
-		wake := q.waiters(1)
+		wake := q.waiters(q.pushReady(idx))
 		q.mu.Unlock()
 		q.wake(wake)
 		return
+	}
+	if t != nil {
+		q.noteTrigger(idx, t)
 	}
 	e := q.entries.at(idx)
 	wake := 0
@@ -249,8 +316,7 @@ func (q *Queue[K]) add(key K, prio int16, retry bool) {
 		if e.state&stProcessing != 0 {
 			e.state |= stDirty
 		} else {
-			q.pushReady(idx)
-			wake = q.waiters(1)
+			wake = q.waiters(q.pushReady(idx))
 		}
 	default: // processing
 		e.prio = max(e.prio, prio)
@@ -261,7 +327,9 @@ func (q *Queue[K]) add(key K, prio int16, retry bool) {
 	q.wake(wake)
 }
 
-func (q *Queue[K]) addAfter(key K, prio int16, d time.Duration, retry bool) {
+// addAfter adds key once d has passed; t, when not nil, is the trigger of
+// the add.
+func (q *Queue[K]) addAfter(key K, prio int16, d time.Duration, retry bool, t *Trigger) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.shutdown {
@@ -275,10 +343,15 @@ func (q *Queue[K]) addAfter(key K, prio int16, d time.Duration, retry bool) {
 	if idx == noEntry {
 		idx = q.alloc(key, prio)
 		q.index.insert(idx, h, at)
+	}
+	if t != nil {
+		q.noteTrigger(idx, t)
+	}
+	e := q.entries.at(idx)
+	if e.state == 0 { // new
 		q.delay(idx, deadline)
 		return
 	}
-	e := q.entries.at(idx)
 	switch {
 	case e.state&stReady != 0:
 		q.raise(idx, prio)
@@ -298,9 +371,32 @@ func (q *Queue[K]) addAfter(key K, prio int16, d time.Duration, retry bool) {
 }
 
 // Get blocks until a key is ready and hands it out; the caller must call
-// [Queue.Done] with it when finished. After shutdown, Get still returns the
-// keys that are ready, then returns shutdown true.
+// [Queue.Done] with it when finished. With [Config.MaxInFlightPerGroup], a
+// key whose group is at its cap is not ready until one of the group's keys
+// is Done. After shutdown, Get still returns the keys that are ready (waiting
+// for a cap if need be), then returns shutdown true. The triggers of the turn,
+// if any, are dropped: [Queue.GetTurn] returns them.
 func (q *Queue[K]) Get() (key K, shutdown bool) {
+	var t Turn[K]
+	if !q.get(&t, false) {
+		return key, true
+	}
+	return t.Key, false
+}
+
+// GetTurn is [Queue.Get] that also says why the key was queued: the turn's
+// triggers are appended to buf (which may be nil) and returned in
+// [Turn.Triggers]. A worker that passes the previous turn's Triggers[:0]
+// as buf allocates nothing once the buffer is large enough.
+func (q *Queue[K]) GetTurn(buf []Trigger) (t Turn[K], shutdown bool) {
+	t.Triggers = buf
+	return t, !q.get(&t, true)
+}
+
+// get waits until a key can be served, marks it processing and fills in t:
+// its key and, with triggers true, its triggers, appended to t.Triggers.
+// It reports false when the queue is shut down and holds nothing ready.
+func (q *Queue[K]) get(t *Turn[K], triggers bool) bool {
 	q.mu.Lock()
 	woken := 0
 	for {
@@ -310,18 +406,24 @@ func (q *Queue[K]) Get() (key K, shutdown bool) {
 			// on time.
 			woken += q.promoteDue()
 		}
-		if q.ready.live > 0 || q.shutdown {
+		if q.servable() {
 			break
+		}
+		if q.shutdown && q.ready.live == 0 {
+			q.mu.Unlock()
+			return false
 		}
 		q.waiting++
 		q.cond.Wait()
 		q.waiting--
 	}
-	if q.ready.live == 0 {
-		q.mu.Unlock()
-		return key, true
+	var idx int32
+	if q.groups == nil {
+		idx = q.ready.pop(&q.entries, q.aging)
+	} else {
+		q.ready.live--
+		idx = q.groups.pop(&q.entries, q.aging)
 	}
-	idx := q.ready.pop(&q.entries, q.aging)
 	e := q.entries.at(idx)
 	// A key added again while processed gets the priority of those adds.
 	e.state, e.prio = stProcessing, MinPriority
@@ -332,11 +434,27 @@ func (q *Queue[K]) Get() (key K, shutdown bool) {
 		q.counts.queueDur.observe(now - s.queued)
 		s.started = now
 	}
-	key = e.key
+	if q.tracing {
+		s := q.triggers.at(idx)
+		if triggers {
+			t.Triggers, t.Dropped = append(t.Triggers, s.list...), s.dropped
+		}
+		s.reset()
+	}
+	t.Key = e.key
 	wake := q.waiters(woken - 1) // this worker took one; wake others for the rest
 	q.mu.Unlock()
 	q.wake(wake)
-	return key, false
+	return true
+}
+
+// servable reports whether Get can hand out a key now: one is ready and, with
+// groups, its group is under its in-flight cap.
+func (q *Queue[K]) servable() bool {
+	if q.groups == nil {
+		return q.ready.live > 0
+	}
+	return q.groups.ring.n > 0
 }
 
 // Done marks the end of processing key. A key added again meanwhile becomes
@@ -358,21 +476,27 @@ func (q *Queue[K]) Done(key K) {
 	if q.tracked {
 		q.counts.workDur.observe(q.now() - q.stamps.at(idx).started)
 	}
-	wake := 0
+	ready := 0
+	if q.groups != nil && q.groups.done(idx) {
+		ready++ // its group was at the cap
+	}
 	switch {
 	case e.state&stDirty != 0:
 		e.state = 0
-		q.pushReady(idx)
-		wake = q.waiters(1)
+		ready += q.pushReady(idx)
 	case e.state&stDelayed != 0:
 		e.state = stDelayed
 	default:
 		q.index.delete(at)
+		if q.tracing || q.groups != nil {
+			q.releaseExtras(idx)
+		}
 		q.release(idx)
 	}
 	if q.draining && q.processing == 0 && q.ready.live == 0 {
 		q.drained.Broadcast()
 	}
+	wake := q.waiters(ready)
 	q.mu.Unlock()
 	q.wake(wake)
 }
@@ -384,8 +508,8 @@ func (q *Queue[K]) Forget(key K) { q.limiter.Forget(key) }
 // it was last forgotten.
 func (q *Queue[K]) NumRequeues(key K) int { return q.limiter.NumRequeues(key) }
 
-// Len returns the number of ready keys: delayed keys and keys being processed
-// are not counted.
+// Len returns the number of ready keys, including those whose group is at
+// its cap: delayed keys and keys being processed are not counted.
 func (q *Queue[K]) Len() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -444,6 +568,9 @@ func (q *Queue[K]) shutDownLocked() {
 		e.state &^= stDelayed
 		if e.state == 0 {
 			q.index.remove(e.key, d.idx)
+			if q.tracing || q.groups != nil {
+				q.releaseExtras(d.idx)
+			}
 			q.release(d.idx)
 		}
 	}
@@ -462,12 +589,16 @@ func (q *Queue[K]) shutDownLocked() {
 // now returns the queue's clock: nanoseconds since New, monotonic.
 func (q *Queue[K]) now() int64 { return int64(time.Since(q.base)) }
 
-// alloc takes an entry from the free list or grows the slab.
+// alloc takes an entry from the free list or grows the slab, and the slabs
+// parallel to it.
 func (q *Queue[K]) alloc(key K, prio int16) int32 {
 	if idx := q.free; idx != noEntry {
 		e := q.entries.at(idx)
 		q.free = int32(e.pos)
 		*e = entry[K]{key: key, prio: prio}
+		if q.groups != nil {
+			q.groups.join(idx, key, false)
+		}
 		return idx
 	}
 	if q.entries.n == math.MaxInt32 {
@@ -476,14 +607,46 @@ func (q *Queue[K]) alloc(key K, prio int16) int32 {
 	if q.tracked {
 		q.stamps.push(stamp{})
 	}
-	return q.entries.push(entry[K]{key: key, prio: prio})
+	if q.tracing {
+		q.triggers.push(triggerSet{})
+	}
+	idx := q.entries.push(entry[K]{key: key, prio: prio})
+	if q.groups != nil {
+		q.groups.join(idx, key, true)
+	}
+	return idx
 }
 
 // release returns an entry, already removed from the index, to the free
-// list, dropping its key so that the key's memory can be collected.
+// list, dropping its key so that the key's memory can be collected. The
+// caller calls releaseExtras first when the queue has triggers or groups; it
+// is kept out of release so that release stays inlined.
 func (q *Queue[K]) release(idx int32) {
 	*q.entries.at(idx) = entry[K]{pos: uint32(q.free)}
 	q.free = idx
+}
+
+// releaseExtras drops what the slabs parallel to the entries hold for idx:
+// its triggers, its place in its group.
+func (q *Queue[K]) releaseExtras(idx int32) {
+	if q.tracing {
+		q.triggers.at(idx).reset()
+	}
+	if q.groups != nil {
+		q.groups.leave(idx)
+	}
+}
+
+// noteTrigger adds t to the triggers of the entry idx's next turn.
+func (q *Queue[K]) noteTrigger(idx int32, t *Trigger) {
+	if !q.tracing {
+		// The first trigger: give every entry a trigger set.
+		q.tracing = true
+		for q.triggers.n < q.entries.n {
+			q.triggers.push(triggerSet{})
+		}
+	}
+	q.triggers.at(idx).add(t, q.maxTrig)
 }
 
 // noteAdd records that a key became pending, for metrics.
@@ -494,13 +657,28 @@ func (q *Queue[K]) noteAdd(idx int32) {
 	}
 }
 
-// pushReady appends an entry to the ready level of its priority.
-func (q *Queue[K]) pushReady(idx int32) {
+// pushReady appends an entry to the ready level of its priority, in its
+// group if there are groups, and returns how many keys that made servable: 1,
+// or 0 when the key's group is at its cap.
+func (q *Queue[K]) pushReady(idx int32) int {
 	q.seq++
 	e := q.entries.at(idx)
 	e.state |= stReady
 	e.pos = q.seq
+	if q.groups != nil {
+		return q.pushGrouped(idx, e.prio)
+	}
 	q.ready.push(e.prio, slot{idx: idx, seq: q.seq})
+	return 1
+}
+
+// pushGrouped is pushReady's path for a queue with groups.
+func (q *Queue[K]) pushGrouped(idx int32, prio int16) int {
+	q.ready.live++
+	if q.groups.push(idx, prio, slot{idx: idx, seq: q.seq}) {
+		return 1
+	}
+	return 0
 }
 
 // raise lifts the priority of a ready key. The key moves to the tail of its
@@ -513,7 +691,13 @@ func (q *Queue[K]) raise(idx int32, prio int16) {
 		return
 	}
 	// The old slot becomes stale: its seq no longer matches e.pos.
-	q.ready.markStale(e.prio)
+	if q.groups != nil {
+		g := q.groups.at(idx)
+		g.ready.markStale(e.prio)
+		g.ready.live--
+	} else {
+		q.ready.markStale(e.prio)
+	}
 	q.ready.live--
 	e.prio = prio
 	q.pushReady(idx)
@@ -593,8 +777,7 @@ func (q *Queue[K]) promoteDue() int {
 			e.state |= stDirty
 			continue
 		}
-		q.pushReady(idx)
-		woken++
+		woken += q.pushReady(idx)
 	}
 	return woken
 }

@@ -33,6 +33,38 @@ func get(t *testing.T, q *Queue[string]) string {
 	return k
 }
 
+// getLater calls Get in a goroutine and delivers the key it returns.
+func getLater(q *Queue[string]) <-chan string {
+	got := make(chan string, 1)
+	go func() {
+		k, _ := q.Get()
+		got <- k
+	}()
+	return got
+}
+
+// stillWaiting lets the goroutines of the synctest bubble block, and fails
+// if the Get of getLater has returned.
+func stillWaiting(t *testing.T, got <-chan string, why string) {
+	t.Helper()
+	synctest.Wait()
+	select {
+	case k := <-got:
+		t.Fatalf("Get returned %q %s", k, why)
+	default:
+	}
+}
+
+// roundTripAllocs returns the allocations of one Get, Done and Add of the
+// keys queued in q.
+func roundTripAllocs(q *Queue[string]) float64 {
+	return testing.AllocsPerRun(1000, func() {
+		k, _ := q.Get()
+		q.Done(k)
+		q.Add(k)
+	})
+}
+
 // drain takes and finishes every ready key, in order.
 func drain(t *testing.T, q *Queue[string]) []string {
 	t.Helper()
@@ -53,6 +85,10 @@ func TestNewValidatesConfig(t *testing.T) {
 		{"negative aging", Config[string]{PriorityAging: -1}},
 		{"aging too large", Config[string]{PriorityAging: maxPriorityAging + 1}},
 		{"metrics without name", Config[string]{Metrics: &provider{}}},
+		{"negative MaxTriggers", Config[string]{MaxTriggers: -1}},
+		{"negative MaxInFlightPerGroup", Config[string]{Group: tenant, MaxInFlightPerGroup: -1}},
+		{"GroupWeight without Group", Config[string]{GroupWeight: func(string) int { return 2 }}},
+		{"MaxInFlightPerGroup without Group", Config[string]{MaxInFlightPerGroup: 1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -66,7 +102,7 @@ func TestNewValidatesConfig(t *testing.T) {
 func TestNewDoesNotMutateConfig(t *testing.T) {
 	cfg := Config[string]{Name: "q"}
 	q := newQueue(t, cfg)
-	if cfg != (Config[string]{Name: "q"}) {
+	if cfg.Name != "q" || cfg.RateLimiter != nil || cfg.PriorityAging != 0 || cfg.MaxTriggers != 0 {
 		t.Fatalf("config changed to %+v", cfg)
 	}
 	if q.limiter == nil || q.aging != DefaultPriorityAging {
@@ -90,17 +126,8 @@ func TestKeyNotHandedToTwoWorkers(t *testing.T) {
 		q.Add("a")
 		k := get(t, q)
 		q.Add("a")
-		got := make(chan string)
-		go func() {
-			k, _ := q.Get()
-			got <- k
-		}()
-		synctest.Wait()
-		select {
-		case k := <-got:
-			t.Fatalf("second worker got %q while the first still processes it", k)
-		default:
-		}
+		got := getLater(q)
+		stillWaiting(t, got, "to a second worker while the first still processes it")
 		q.Done(k)
 		if k := <-got; k != "a" {
 			t.Fatalf("second worker got %q, want a", k)
@@ -143,15 +170,8 @@ func TestDoneOfKeyNeverHandedOutIsNoop(t *testing.T) {
 func TestGetWaitsForAdd(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		q := newQueue(t, Config[string]{})
-		got := make(chan string, 1)
-		go func() {
-			k, _ := q.Get()
-			got <- k
-		}()
-		synctest.Wait()
-		if len(got) != 0 {
-			t.Fatal("Get returned from an empty queue")
-		}
+		got := getLater(q)
+		stillWaiting(t, got, "from an empty queue")
 		q.Add("a")
 		if k := <-got; k != "a" {
 			t.Fatalf("got %q, want a", k)
