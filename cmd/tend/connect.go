@@ -207,7 +207,7 @@ func openPostgres(ctx context.Context, spec string) (*opener, error) {
 		base:   registry.Kinds(),
 		shared: true,
 		open: func(ctx context.Context, kinds []string) (store.Backend, error) {
-			return postgres.New(ctx, postgres.Config{Pool: pool, Schema: schema, Kinds: kinds})
+			return postgres.New(ctx, postgres.Config{Pool: pool, Schema: schema, Kinds: kinds, NoMigrate: true})
 		},
 		close: pool.Close,
 	}, nil
