@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/tendhq/tend/controller"
@@ -66,6 +67,9 @@ type Config struct {
 	// (cascade_*), the controller's and those of its work queue. Nil means
 	// no metrics.
 	MetricsRegisterer prometheus.Registerer
+	// TracerProvider receives a span for each of the controller's
+	// reconciles (controller.SpanReconcile). Nil means no spans.
+	TracerProvider trace.TracerProvider
 }
 
 // NewController returns the garbage collector as a controller: run it under a
@@ -116,6 +120,7 @@ func NewController(cfg Config) (*controller.Controller, error) {
 		Workers:           workers,
 		Logger:            cfg.Logger,
 		MetricsRegisterer: cfg.MetricsRegisterer,
+		TracerProvider:    cfg.TracerProvider,
 	})
 	if err != nil {
 		unregister()

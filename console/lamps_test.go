@@ -94,8 +94,8 @@ func newLamps(t testing.TB) *lamps {
 		return statemachine.Done, nil
 	}
 	l.driver, err = driver.New(l.coll, m, driver.Config[lampSpec, lampStatus]{
-		Steps: map[string]driver.Step[lampSpec, lampStatus]{"switch_on": step, "switch_off": step},
-		Observers: map[string]driver.Observer[lampSpec, lampStatus]{
+		Steps: map[string]driver.StepFunc[lampSpec, lampStatus]{"switch_on": step, "switch_off": step},
+		Observers: map[string]driver.ObserverFunc[lampSpec, lampStatus]{
 			"lit": func(ctx context.Context, lamp *store.Object[lampSpec, lampStatus]) (bool, string, error) {
 				l.mu.Lock()
 				defer l.mu.Unlock()

@@ -121,7 +121,7 @@ func startController(t testing.TB, b store.Backend, recorder bool) *controllerRu
 		return statemachine.Done, nil
 	}
 	driver, err := driver.New(coll, m, driver.Config[widgetSpec, widgetStatus]{
-		Steps: map[string]driver.Step[widgetSpec, widgetStatus]{
+		Steps: map[string]driver.StepFunc[widgetSpec, widgetStatus]{
 			"allocate": done,
 			"configure": func(_ context.Context, w *store.Object[widgetSpec, widgetStatus], _ string) (statemachine.Outcome, error) {
 				if err := configure(w.Key); err != nil {
@@ -131,7 +131,7 @@ func startController(t testing.TB, b store.Backend, recorder bool) *controllerRu
 			},
 			"release": done,
 		},
-		Observers: map[string]driver.Observer[widgetSpec, widgetStatus]{
+		Observers: map[string]driver.ObserverFunc[widgetSpec, widgetStatus]{
 			"ready": func(_ context.Context, w *store.Object[widgetSpec, widgetStatus]) (bool, string, error) {
 				return w.Status.Phase == "Creating", "configured", nil
 			},

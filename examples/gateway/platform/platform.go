@@ -134,7 +134,7 @@ func (p *Platform) Stats() Stats {
 }
 
 // counted wraps every step so that p counts its runs and failures.
-func counted[Spec, Status any](p *Platform, steps map[string]driver.Step[Spec, Status]) map[string]driver.Step[Spec, Status] {
+func counted[Spec, Status any](p *Platform, steps map[string]driver.StepFunc[Spec, Status]) map[string]driver.StepFunc[Spec, Status] {
 	for name, step := range steps {
 		steps[name] = func(ctx context.Context, obj *store.Object[Spec, Status], opID string) (sm.Outcome, error) {
 			if p.observe != nil {
@@ -155,7 +155,7 @@ func counted[Spec, Status any](p *Platform, steps map[string]driver.Step[Spec, S
 }
 
 // countedProbes wraps every probe so that p counts its runs and failures.
-func countedProbes[Spec, Status any](p *Platform, probes map[string]driver.Observer[Spec, Status]) map[string]driver.Observer[Spec, Status] {
+func countedProbes[Spec, Status any](p *Platform, probes map[string]driver.ObserverFunc[Spec, Status]) map[string]driver.ObserverFunc[Spec, Status] {
 	for name, probe := range probes {
 		probes[name] = func(ctx context.Context, obj *store.Object[Spec, Status]) (bool, string, error) {
 			ok, reason, err := probe(ctx, obj)
