@@ -109,27 +109,30 @@ func (o OperationSpec[P]) Then(next P) statemachine.PhaseSpec[P] {
 // It does not modify cfg's maps. A name bound twice, or already in cfg, is
 // reported by [New] as an action or observer given twice.
 func (cfg Config[Spec, Status]) Bind(steps []Step[Spec, Status], conditions []Condition[Spec, Status]) Config[Spec, Status] {
-	if len(steps) > 0 {
-		m := make(map[string]StepFunc[Spec, Status], len(cfg.Steps)+len(steps))
-		maps.Copy(m, cfg.Steps)
-		for _, s := range steps {
-			if _, dup := m[s.name]; dup {
-				cfg.twice = append(cfg.twice, "action of step "+s.name)
-			}
-			m[s.name] = s.run
-		}
-		cfg.Steps = m
-	}
-	if len(conditions) > 0 {
-		m := make(map[string]ObserverFunc[Spec, Status], len(cfg.Observers)+len(conditions))
-		maps.Copy(m, cfg.Observers)
-		for _, c := range conditions {
-			if _, dup := m[c.name]; dup {
-				cfg.twice = append(cfg.twice, "observer of condition "+c.name)
-			}
-			m[c.name] = c.observe
-		}
-		cfg.Observers = m
-	}
+	var twice []string
+	cfg.Steps, twice = bind(cfg.Steps, steps, func(s Step[Spec, Status]) (string, StepFunc[Spec, Status]) { return s.name, s.run },
+		"action of step ", twice)
+	cfg.Observers, twice = bind(cfg.Observers, conditions,
+		func(c Condition[Spec, Status]) (string, ObserverFunc[Spec, Status]) { return c.name, c.observe }, "observer of condition ", twice)
+	cfg.twice = append(slices.Clip(cfg.twice), twice...)
 	return cfg
+}
+
+// bind returns a copy of m with each of values added under its name, and
+// twice with what (followed by the name) appended for each name bound
+// already. With no values, it returns m itself.
+func bind[V, F any](m map[string]F, values []V, entry func(V) (string, F), what string, twice []string) (map[string]F, []string) {
+	if len(values) == 0 {
+		return m, twice
+	}
+	out := make(map[string]F, len(m)+len(values))
+	maps.Copy(out, m)
+	for _, v := range values {
+		name, f := entry(v)
+		if _, dup := out[name]; dup {
+			twice = append(twice, what+name)
+		}
+		out[name] = f
+	}
+	return out, twice
 }
