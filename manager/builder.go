@@ -210,7 +210,8 @@ func (b *DriveBuilder[Spec, Status]) WithOptions(o Options) *DriveBuilder[Spec, 
 
 // WithDriver sets the rest of the driver's configuration: timers,
 // intervals, backoff, finalizer, operation ids, and steps or observers
-// bound by name. Its telemetry fields, when nil, are the controller's.
+// bound by name. Its telemetry fields, when nil, are the controller's; a
+// History recorder set here is not run by the manager, but by the caller.
 func (b *DriveBuilder[Spec, Status]) WithDriver(cfg driver.Config[Spec, Status]) *DriveBuilder[Spec, Status] {
 	b.cfg = cfg
 	return b
@@ -290,7 +291,13 @@ func (b *DriveBuilder[Spec, Status]) Complete() (*driver.Driver[Spec, Status], e
 	if err != nil {
 		return nil, invalid(what, []error{err})
 	}
-	if err := m.add(c, dcfg.History); err != nil {
+	// A recorder given in the driver's own configuration is the caller's
+	// to run; the manager's, or one of the options, the manager runs.
+	run := o.History
+	if b.cfg.History != nil {
+		run = nil
+	}
+	if err := m.add(c, run); err != nil {
 		return nil, invalid(what, []error{err})
 	}
 	return d, nil
@@ -368,6 +375,17 @@ func (m *Manager) provide(kinds []string) error {
 		return fmt.Errorf("the store lacks kinds it cannot be given (list them in its configuration): %w", errors.Join(missing...))
 	}
 	return a.AddKinds(add...)
+}
+
+// Controller returns the manager's controller called name, nil if it has
+// none: one its builders made, or one of Config.Controllers.
+func (m *Manager) Controller(name string) *controller.Controller {
+	for _, c := range m.controllerList() {
+		if c.Name() == name {
+			return c
+		}
+	}
+	return nil
 }
 
 // add adds c to the manager, and rec, when set, to the recorders Run runs.
