@@ -68,17 +68,22 @@ type Options struct {
 
 // with returns o with its zero telemetry fields taken from s.
 func (o Options) with(s shared) Options {
-	o.Logger = cmp.Or(o.Logger, s.log)
-	if o.MetricsRegisterer == nil {
-		o.MetricsRegisterer = s.reg
-	}
-	if o.TracerProvider == nil {
-		o.TracerProvider = s.tracer
-	}
-	if o.History == nil {
-		o.History = s.history
-	}
+	inherit(&o.Logger, &o.MetricsRegisterer, &o.TracerProvider, &o.History, s.log, s.reg, s.tracer, s.history)
 	return o
+}
+
+// inherit sets each of the telemetry settings log, reg, tp and rec that is
+// zero to the one given after it.
+func inherit(log **zap.Logger, reg *prometheus.Registerer, tp *trace.TracerProvider, rec **history.Recorder,
+	l *zap.Logger, r prometheus.Registerer, t trace.TracerProvider, h *history.Recorder) {
+	*log = cmp.Or(*log, l)
+	if *reg == nil {
+		*reg = r
+	}
+	if *tp == nil {
+		*tp = t
+	}
+	*rec = cmp.Or(*rec, h)
 }
 
 // controllerConfig returns the configuration of a controller named name.
@@ -267,15 +272,8 @@ func (b *DriveBuilder[Spec, Status]) Complete() (*driver.Driver[Spec, Status], e
 	if err != nil {
 		return nil, invalid(what, []error{err})
 	}
-	if dcfg.MetricsRegisterer == nil {
-		dcfg.MetricsRegisterer = o.MetricsRegisterer
-	}
-	if dcfg.TracerProvider == nil {
-		dcfg.TracerProvider = o.TracerProvider
-	}
-	if dcfg.History == nil {
-		dcfg.History = o.History
-	}
+	var nolog *zap.Logger // a driver logs through its controller
+	inherit(&nolog, &dcfg.MetricsRegisterer, &dcfg.TracerProvider, &dcfg.History, nil, o.MetricsRegisterer, o.TracerProvider, o.History)
 	d, err := b.newDriver(coll, machine, dcfg)
 	if err != nil {
 		return nil, invalid(what, []error{err})
