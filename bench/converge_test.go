@@ -245,11 +245,11 @@ func gatewayController(b *testing.B, backend store.Backend, workers int) (*store
 	instant := func(context.Context, *store.Object[gwSpec, gwStatus], string) (sm.Outcome, error) {
 		return sm.Done, nil
 	}
-	holds := func(v bool) driver.Observer[gwSpec, gwStatus] {
+	holds := func(v bool) driver.ObserverFunc[gwSpec, gwStatus] {
 		return func(context.Context, *store.Object[gwSpec, gwStatus]) (bool, string, error) { return v, "", nil }
 	}
 	m := convergeMachine(b)
-	steps := map[string]driver.Step[gwSpec, gwStatus]{}
+	steps := map[string]driver.StepFunc[gwSpec, gwStatus]{}
 	for _, s := range m.Steps() {
 		steps[s] = instant
 	}
@@ -261,7 +261,7 @@ func gatewayController(b *testing.B, backend store.Backend, workers int) (*store
 	d, err := driver.New(gws, m, driver.Config[gwSpec, gwStatus]{
 		Cache: cache,
 		Steps: steps,
-		Observers: map[string]driver.Observer[gwSpec, gwStatus]{
+		Observers: map[string]driver.ObserverFunc[gwSpec, gwStatus]{
 			"namespace_ready": holds(true), "database_ready": holds(true), "runtime_domain_present": holds(true),
 			"deployment_available": holds(true), "instance_present": holds(false),
 		},

@@ -95,12 +95,12 @@ func lampDriver(tb testing.TB, s store.Backend, f *informer.Factory) (*tenddrive
 	}
 	d, err := tenddriver.New(lamps, m, tenddriver.Config[lampSpec, lampStatus]{
 		Cache: f,
-		Steps: map[string]tenddriver.Step[lampSpec, lampStatus]{
+		Steps: map[string]tenddriver.StepFunc[lampSpec, lampStatus]{
 			"switch_on": func(context.Context, *store.Object[lampSpec, lampStatus], string) (statemachine.Outcome, error) {
 				return statemachine.Done, nil
 			},
 		},
-		Observers: map[string]tenddriver.Observer[lampSpec, lampStatus]{
+		Observers: map[string]tenddriver.ObserverFunc[lampSpec, lampStatus]{
 			"lit": func(context.Context, *store.Object[lampSpec, lampStatus]) (bool, string, error) { return true, "", nil },
 		},
 	})

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/tendhq/tend/controller"
@@ -73,6 +74,9 @@ type Config struct {
 	// each watched kind has an informer of its own and every read goes to
 	// the store.
 	Cache *informer.Factory
+	// TracerProvider receives a span for each of the controller's
+	// reconciles (controller.SpanReconcile). Nil means no spans.
+	TracerProvider trace.TracerProvider
 }
 
 // NewController returns the garbage collector as a controller: run it under a
@@ -128,6 +132,7 @@ func NewController(cfg Config) (*controller.Controller, error) {
 		Workers:           workers,
 		Logger:            cfg.Logger,
 		MetricsRegisterer: cfg.MetricsRegisterer,
+		TracerProvider:    cfg.TracerProvider,
 	})
 	if err != nil {
 		unregister()

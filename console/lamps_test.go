@@ -8,10 +8,8 @@ import (
 
 	"github.com/tendhq/tend/driver"
 	"github.com/tendhq/tend/manager"
-	"github.com/tendhq/tend/registry"
 
 	"github.com/tendhq/tend/backends/memory"
-	"github.com/tendhq/tend/controller"
 	"github.com/tendhq/tend/history"
 	"github.com/tendhq/tend/oncall"
 	"github.com/tendhq/tend/statemachine"
@@ -76,50 +74,36 @@ type lamps struct {
 // newLamps starts the lamps' controller; it stops when the test ends.
 func newLamps(t testing.TB) *lamps {
 	t.Helper()
-	kinds := append([]string{lampKind}, history.Kinds(lampKind)...)
-	mem, err := memory.New(memory.Config{Kinds: append(kinds, registry.Kinds()...)})
+	mem, err := memory.New(memory.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	l := &lamps{store: mem, lit: map[string]bool{}}
-	if l.coll, err = store.NewCollection[lampSpec, lampStatus](mem, lampKind, store.CollectionConfig{}); err != nil {
-		t.Fatal(err)
-	}
-	m := lampMachine(t)
 	rec, err := history.NewRecorder(mem, history.RecorderConfig{FlushInterval: 5 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	step := func(ctx context.Context, lamp *store.Object[lampSpec, lampStatus], opID string) (statemachine.Outcome, error) {
-		return statemachine.Done, nil
-	}
-	l.driver, err = driver.New(l.coll, m, driver.Config[lampSpec, lampStatus]{
-		Steps: map[string]driver.Step[lampSpec, lampStatus]{"switch_on": step, "switch_off": step},
-		Observers: map[string]driver.Observer[lampSpec, lampStatus]{
-			"lit": func(ctx context.Context, lamp *store.Object[lampSpec, lampStatus]) (bool, string, error) {
-				l.mu.Lock()
-				defer l.mu.Unlock()
-				return l.lit[lamp.Key], "", nil
-			},
-		},
-		WaitInterval: 20 * time.Millisecond,
-		History:      rec,
-	})
+	mgr, err := manager.New(manager.Config{Store: mem, History: rec})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := controller.New(controller.Config{Name: "lamps", Reconciler: l.driver, Sources: []controller.Source{l.driver.Source()}})
+	step := func(context.Context, *store.Object[lampSpec, lampStatus], string) error { return nil }
+	l.driver, err = manager.Drive[lampSpec, lampStatus](mgr, lampMachine(t).Definition()).Named("lamps").
+		Steps(driver.Do("switch_on", step), driver.Do("switch_off", step)).
+		Conditions(driver.Observe("lit", func(ctx context.Context, lamp *store.Object[lampSpec, lampStatus]) (bool, string, error) {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			return l.lit[lamp.Key], "", nil
+		})).
+		WithDriver(driver.Config[lampSpec, lampStatus]{WaitInterval: 20 * time.Millisecond}).
+		Complete()
 	if err != nil {
 		t.Fatal(err)
 	}
-	mgr, err := manager.New(manager.Config{Controllers: []*controller.Controller{c}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l.coll = l.driver.Collection()
 
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	wg.Go(func() { _ = rec.Run(ctx) })
 	wg.Go(func() { _ = mgr.Run(ctx) })
 	t.Cleanup(func() {
 		cancel()

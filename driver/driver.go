@@ -95,7 +95,7 @@ type HasRequests interface {
 	Requests() map[string][]string
 }
 
-// Step is the action of one named step of a machine's operation. It is
+// StepFunc is the action of one named step of a machine's operation. It is
 // called with the document as last read, and opID, the id of the operation in
 // flight: the same on every retry and persisted before the step first ran
 // (the operation of a transitional initial phase takes the document's UID,
@@ -120,7 +120,7 @@ type HasRequests interface {
 // A step may record what it made in obj.Status (outside the machine's part):
 // the driver writes obj.Status with the step's outcome, in the same write,
 // whenever the outcome changes the machine's status (Done always does).
-type Step[Spec, Status any] func(ctx context.Context, obj *store.Object[Spec, Status], opID string) (statemachine.Outcome, error)
+type StepFunc[Spec, Status any] func(ctx context.Context, obj *store.Object[Spec, Status], opID string) (statemachine.Outcome, error)
 
 // Observer observes one condition of a document: a fact of the world the
 // document describes (deployment_available, volume_ready…), read from that
@@ -128,7 +128,7 @@ type Step[Spec, Status any] func(ctx context.Context, obj *store.Object[Spec, St
 // explanation recorded with the condition. An error leaves the condition
 // unobserved; the reconcile fails with it and is retried after
 // Config.WaitInterval, as waiting would have observed again.
-type Observer[Spec, Status any] func(ctx context.Context, obj *store.Object[Spec, Status]) (status bool, reason string, err error)
+type ObserverFunc[Spec, Status any] func(ctx context.Context, obj *store.Object[Spec, Status]) (status bool, reason string, err error)
 
 // Config configures a [Driver].
 type Config[Spec, Status any] struct {
@@ -136,14 +136,14 @@ type Config[Spec, Status any] struct {
 	// statemachine.Machine.Steps) to its action. Required: [New]
 	// fails naming each step without an action and each action that is no
 	// step of the machine.
-	Steps map[string]Step[Spec, Status]
+	Steps map[string]StepFunc[Spec, Status]
 
 	// Observers maps the name of every condition the machine's completions
 	// require (see statemachine.Machine.Conditions) to its observer, checked
 	// as Steps are. Observers run only when an operation has done its steps
 	// and the machine judges its completion, and only for the conditions
 	// that completion requires.
-	Observers map[string]Observer[Spec, Status]
+	Observers map[string]ObserverFunc[Spec, Status]
 
 	// Finalizer is the finalizer the driver puts on every document of a
 	// machine that has a final pair, so that a deleted document is driven to
@@ -226,6 +226,9 @@ type Config[Spec, Status any] struct {
 	// Nil means every read goes to the store, and the driver's source runs
 	// an informer of its own.
 	Cache *informer.Factory
+
+	// twice names what [Config.Bind] was given twice, for New to report.
+	twice []string
 }
 
 // Driver is the [Reconciler] of documents governed by a
@@ -364,6 +367,9 @@ func New[Spec HasIntent[S], Status any, S, P comparable](c *store.Collection[Spe
 	if _, ok := any(new(Status)).(HasMachineStatus[S, P]); !ok {
 		var st Status
 		problems = append(problems, fmt.Sprintf("*%T has no method MachineStatus() *statemachine.Status[%T, %T]: embed statemachine.Status[%[2]T, %[3]T] in it", st, *new(S), *new(P)))
+	}
+	for _, t := range cfg.twice {
+		problems = append(problems, t+" is given twice")
 	}
 	problems = append(problems, mismatched(m.Steps(), slices.Collect(maps.Keys(cfg.Steps)),
 		func(name string) bool { return cfg.Steps[name] != nil }, "step %q has no action", "action %q is not a step of the machine")...)
@@ -510,8 +516,8 @@ func (d *Driver[Spec, Status]) Collection() *store.Collection[Spec, Status] { re
 type phaseDriver[Spec HasIntent[S], Status any, S, P comparable] struct {
 	c         *store.Collection[Spec, Status]
 	m         *statemachine.Machine[S, P]
-	steps     map[string]Step[Spec, Status]
-	observers map[string]Observer[Spec, Status]
+	steps     map[string]StepFunc[Spec, Status]
+	observers map[string]ObserverFunc[Spec, Status]
 	timers    map[string]func(obj *store.Object[Spec, Status]) time.Time
 	phases    map[P]statemachine.PhaseSpec[P] // each phase's declaration, bounds resolved
 	requests  []string                        // the machine's requests
@@ -1260,7 +1266,7 @@ func (d *phaseDriver[Spec, Status, S, P]) run(ctx context.Context, obj *store.Ob
 // callStep calls step; a panic is recovered and returned as the step's
 // failure, so it counts as an attempt, with the same backoff and bounds. The
 // error, recorded in status, names the panic; the stack goes to the log.
-func callStep[Spec, Status any](ctx context.Context, name string, step Step[Spec, Status], obj *store.Object[Spec, Status], opID string) (out statemachine.Outcome, err error) {
+func callStep[Spec, Status any](ctx context.Context, name string, step StepFunc[Spec, Status], obj *store.Object[Spec, Status], opID string) (out statemachine.Outcome, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			controller.LoggerFrom(ctx).Error("step panicked", zap.String("key", obj.Key), zap.String("step", name),

@@ -61,7 +61,7 @@ func ExampleDriver() {
 
 	var mu sync.Mutex // guards lit, the world the steps act on
 	lit := map[string]bool{}
-	switchTo := func(on bool) driver.Step[LampSpec, LampStatus] {
+	switchTo := func(on bool) driver.StepFunc[LampSpec, LampStatus] {
 		return func(ctx context.Context, lamp *store.Object[LampSpec, LampStatus], opID string) (statemachine.Outcome, error) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -70,11 +70,11 @@ func ExampleDriver() {
 		}
 	}
 	driver, err := driver.New(lamps, machine, driver.Config[LampSpec, LampStatus]{
-		Steps: map[string]driver.Step[LampSpec, LampStatus]{
+		Steps: map[string]driver.StepFunc[LampSpec, LampStatus]{
 			"switch_on":  switchTo(true),
 			"switch_off": switchTo(false),
 		},
-		Observers: map[string]driver.Observer[LampSpec, LampStatus]{
+		Observers: map[string]driver.ObserverFunc[LampSpec, LampStatus]{
 			"lit": func(ctx context.Context, lamp *store.Object[LampSpec, LampStatus]) (bool, string, error) {
 				mu.Lock()
 				defer mu.Unlock()

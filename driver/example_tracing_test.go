@@ -63,7 +63,7 @@ func Example_tracing() {
 	tp := &treeProvider{}
 	var lit sync.Map
 	driver, err := driver.New(bulbs, machine, driver.Config[BulbSpec, BulbStatus]{
-		Steps: map[string]driver.Step[BulbSpec, BulbStatus]{
+		Steps: map[string]driver.StepFunc[BulbSpec, BulbStatus]{
 			"switch_on": func(ctx context.Context, bulb *store.Object[BulbSpec, BulbStatus], opID string) (statemachine.Outcome, error) {
 				_, span := tp.Tracer("bulbs").Start(ctx, "power.on") // a child of the step's span
 				defer span.End()
@@ -71,7 +71,7 @@ func Example_tracing() {
 				return statemachine.Done, nil
 			},
 		},
-		Observers: map[string]driver.Observer[BulbSpec, BulbStatus]{
+		Observers: map[string]driver.ObserverFunc[BulbSpec, BulbStatus]{
 			"lit": func(ctx context.Context, bulb *store.Object[BulbSpec, BulbStatus]) (bool, string, error) {
 				_, ok := lit.Load(bulb.Key)
 				return ok, "", nil

@@ -84,14 +84,14 @@ func TestDriverTerminalFailure(t *testing.T) {
 			}
 			cleaned := 0
 			d, err := driver.New(jobs, jobMachine(t), driver.Config[jobSpec, jobStatus]{
-				Steps: map[string]driver.Step[jobSpec, jobStatus]{
+				Steps: map[string]driver.StepFunc[jobSpec, jobStatus]{
 					"work": func(context.Context, *jobObject, string) (sm.Outcome, error) { return tc.work() },
 					"clean": func(context.Context, *jobObject, string) (sm.Outcome, error) {
 						cleaned++
 						return sm.Done, nil
 					},
 				},
-				Observers: map[string]driver.Observer[jobSpec, jobStatus]{
+				Observers: map[string]driver.ObserverFunc[jobSpec, jobStatus]{
 					"worked":  func(context.Context, *jobObject) (bool, string, error) { return true, "", nil },
 					"cleaned": func(context.Context, *jobObject) (bool, string, error) { return cleaned > 0, "", nil },
 				},

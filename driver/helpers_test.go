@@ -171,8 +171,8 @@ func (w *gwWorld) of(key string) *gwResources {
 }
 
 // steps returns the step actions of the gateway machine over w.
-func (w *gwWorld) steps() map[string]driver.Step[gwSpec, gwStatus] {
-	steps := make(map[string]driver.Step[gwSpec, gwStatus])
+func (w *gwWorld) steps() map[string]driver.StepFunc[gwSpec, gwStatus] {
+	steps := make(map[string]driver.StepFunc[gwSpec, gwStatus])
 	for _, name := range slices.Concat(creatingSteps, startingSteps, stoppingSteps, deletingSteps) {
 		steps[name] = func(ctx context.Context, obj *gwObject, opID string) (sm.Outcome, error) {
 			return w.run(obj, stepRun{key: obj.Key, step: name, opID: opID})
@@ -235,15 +235,15 @@ func (w *gwWorld) run(obj *gwObject, run stepRun) (sm.Outcome, error) {
 	return out, nil
 }
 
-func (w *gwWorld) observers() map[string]driver.Observer[gwSpec, gwStatus] {
-	fact := func(f func(r *gwResources) bool) driver.Observer[gwSpec, gwStatus] {
+func (w *gwWorld) observers() map[string]driver.ObserverFunc[gwSpec, gwStatus] {
+	fact := func(f func(r *gwResources) bool) driver.ObserverFunc[gwSpec, gwStatus] {
 		return func(ctx context.Context, obj *gwObject) (bool, string, error) {
 			w.mu.Lock()
 			defer w.mu.Unlock()
 			return f(w.of(obj.Key)), "", nil
 		}
 	}
-	return map[string]driver.Observer[gwSpec, gwStatus]{
+	return map[string]driver.ObserverFunc[gwSpec, gwStatus]{
 		"namespace_ready":        fact(func(r *gwResources) bool { return r.namespace }),
 		"database_ready":         fact(func(r *gwResources) bool { return r.database }),
 		"runtime_domain_present": fact(func(r *gwResources) bool { return r.domain }),

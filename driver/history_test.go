@@ -397,8 +397,8 @@ func TestHistoryRecordsTimers(t *testing.T) {
 		defer stopRec()
 		done := func(context.Context, *certObject, string) (sm.Outcome, error) { return sm.Done, nil }
 		d, err := driver.New(certs, certMachine(t, time.Hour), driver.Config[certSpec, certStatus]{
-			Steps: map[string]driver.Step[certSpec, certStatus]{"issue": done, "revoke": done, "renew": done},
-			Observers: map[string]driver.Observer[certSpec, certStatus]{
+			Steps: map[string]driver.StepFunc[certSpec, certStatus]{"issue": done, "revoke": done, "renew": done},
+			Observers: map[string]driver.ObserverFunc[certSpec, certStatus]{
 				"valid": func(context.Context, *certObject) (bool, string, error) { return true, "", nil },
 			},
 			Timers:  map[string]func(*certObject) time.Time{"rotate": func(obj *certObject) time.Time { return obj.Spec.RotateAt }},

@@ -89,7 +89,7 @@ func TestTimersSurviveRestart(t *testing.T) {
 		var renewals []time.Duration
 		newDriver := func() *driver.Driver[certSpec, certStatus] {
 			d, err := driver.New(certs, certMachine(t, time.Hour), driver.Config[certSpec, certStatus]{
-				Steps: map[string]driver.Step[certSpec, certStatus]{
+				Steps: map[string]driver.StepFunc[certSpec, certStatus]{
 					"issue":  func(context.Context, *certObject, string) (sm.Outcome, error) { return sm.Done, nil },
 					"revoke": func(context.Context, *certObject, string) (sm.Outcome, error) { return sm.Done, nil },
 					"renew": func(context.Context, *certObject, string) (sm.Outcome, error) {
@@ -99,7 +99,7 @@ func TestTimersSurviveRestart(t *testing.T) {
 						return sm.Done, nil
 					},
 				},
-				Observers: map[string]driver.Observer[certSpec, certStatus]{
+				Observers: map[string]driver.ObserverFunc[certSpec, certStatus]{
 					"valid": func(_ context.Context, obj *certObject) (bool, string, error) { return !obj.Terminating(), "", nil },
 				},
 				Timers: map[string]func(*certObject) time.Time{

@@ -49,7 +49,7 @@ func TestSecretsStayOut(t *testing.T) {
 			t.Fatal(err)
 		}
 		calls := 0
-		steps := map[string]driver.Step[secretSpec, gwStatus]{}
+		steps := map[string]driver.StepFunc[secretSpec, gwStatus]{}
 		for _, name := range slices.Concat(creatingSteps, startingSteps, stoppingSteps, deletingSteps) {
 			steps[name] = func(ctx context.Context, obj *store.Object[secretSpec, gwStatus], _ string) (sm.Outcome, error) {
 				if name != "create_deployment" {
@@ -66,7 +66,7 @@ func TestSecretsStayOut(t *testing.T) {
 				return sm.Done, nil
 			}
 		}
-		observers := map[string]driver.Observer[secretSpec, gwStatus]{}
+		observers := map[string]driver.ObserverFunc[secretSpec, gwStatus]{}
 		for _, name := range []string{"namespace_ready", "database_ready", "runtime_domain_present", "deployment_available", "instance_present"} {
 			observers[name] = func(ctx context.Context, obj *store.Object[secretSpec, gwStatus]) (bool, string, error) {
 				return name != "instance_present", "checked with " + obj.Spec.Password, nil

@@ -193,7 +193,7 @@ func TestDriverCascade(t *testing.T) {
 		}
 
 		dd, err := driver.New(domains, domainMachine(t), driver.Config[domainSpec, domainStatus]{
-			Steps: map[string]driver.Step[domainSpec, domainStatus]{
+			Steps: map[string]driver.StepFunc[domainSpec, domainStatus]{
 				"create_routes": func(_ context.Context, o *domainObject, _ string) (sm.Outcome, error) {
 					mu.Lock()
 					routes[o.Key] = true
@@ -208,7 +208,7 @@ func TestDriverCascade(t *testing.T) {
 					return sm.Done, nil
 				},
 			},
-			Observers: map[string]driver.Observer[domainSpec, domainStatus]{
+			Observers: map[string]driver.ObserverFunc[domainSpec, domainStatus]{
 				"routes_present": func(_ context.Context, o *domainObject) (bool, string, error) {
 					mu.Lock()
 					defer mu.Unlock()

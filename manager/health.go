@@ -174,7 +174,7 @@ func (m *Manager) readiness(time.Time) []check {
 	sources := check{name: "sources"}
 	if m.mode != LeaderElection || m.IsLeader() {
 		var waiting []string
-		for _, c := range m.controllers {
+		for _, c := range m.controllerList() {
 			if !c.HasSynced() {
 				waiting = append(waiting, c.Name())
 			}
@@ -201,7 +201,7 @@ func (m *Manager) liveness(now time.Time) []check {
 	if m.stuckAfter > 0 {
 		reconciles := check{name: "reconciles"}
 		var stuck []string
-		for _, c := range m.controllers {
+		for _, c := range m.controllerList() {
 			bound := max(m.stuckAfter, c.Timeout())
 			if key, start, ok := c.OldestReconcile(); ok && now.Sub(start) > bound {
 				stuck = append(stuck, fmt.Sprintf("controller %q has been reconciling %q for %v, longer than %v",

@@ -18,9 +18,11 @@ import (
 	"github.com/tendhq/tend/internal/wait"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/tendhq/tend/history"
 	"github.com/tendhq/tend/informer"
 	"github.com/tendhq/tend/store"
 )
@@ -75,16 +77,40 @@ const (
 
 // Config configures a [Manager].
 type Config struct {
-	// Controllers are the controllers to run; at least one, with distinct
-	// names. A controller belongs to one manager and is not run on its own
-	// meanwhile.
+	// Controllers are controllers built by hand ([controller.New]) to run
+	// beside those the builders add ([Drive], [Manager.Cascade]); all must
+	// have distinct names. A controller belongs to one manager and is not
+	// run on its own meanwhile. Empty is valid: the builders add the
+	// controllers.
 	Controllers []*controller.Controller
+
+	// Store is the store the controllers built by [Drive] and
+	// [Manager.Cascade] read and write: their documents, histories and
+	// registrations live there. The builders make sure it holds the kinds
+	// they need: a store with a method AddKinds(kinds ...string) error
+	// (backends/memory, backends/postgres) is given the missing ones; for
+	// any other, a missing kind is a configuration error of the builder.
+	// It is also the Leaser when Leaser is nil. Required to use the
+	// builders.
+	Store store.Backend
+
+	// TracerProvider receives the spans of the controllers and drivers the
+	// builders make: a span per reconcile, step and observer. Nil means no
+	// spans.
+	TracerProvider trace.TracerProvider
+
+	// History receives the history of every document the drivers the
+	// builders make reconcile (see package history); Run runs it (its
+	// Recorder.Run) for as long as it runs, so do not run it yourself. Nil
+	// means no history.
+	History *history.Recorder
 
 	// Mode says how replicas share the work. The zero value is [Single].
 	Mode Mode
 
 	// Leaser hands out the leases of LeaderElection and Sharded: usually the
-	// store.Backend the controllers watch. Required unless Mode is Single.
+	// store.Backend the controllers watch. Nil means Store. Required (or
+	// Store) unless Mode is Single.
 	// Reconciles of a leased key carry the lease's fence (store.WithFence),
 	// so their writes to a backend that checks fences fail with
 	// store.ErrFenced once the lease has passed to another replica. A fence
@@ -129,7 +155,8 @@ type Config struct {
 	// replica must use the same number. Zero means [DefaultShards].
 	Shards int
 
-	// Logger receives the manager's logs. Nil means no logs.
+	// Logger receives the manager's logs, and those of the controllers,
+	// drivers and history the builders make. Nil means no logs.
 	Logger *zap.Logger
 
 	// MetricsRegisterer receives the manager's metrics: in Single and
@@ -141,7 +168,9 @@ type Config struct {
 	// lease that failed, refused by the store or unanswered). The tend_manager
 	// series carry no label: to run several managers on one registry, give
 	// each a registerer wrapped with labels of its own
-	// (prometheus.WrapRegistererWith). Nil means no metrics.
+	// (prometheus.WrapRegistererWith). The controllers, work queues and
+	// drivers the builders make register theirs here too. Nil means no
+	// metrics.
 	MetricsRegisterer prometheus.Registerer
 
 	// StuckReconcileAfter is how long one reconcile may run before
@@ -178,29 +207,35 @@ type Config struct {
 // Manager runs several controllers and coordinates replicas of them through
 // a store's leases: see [Mode].
 type Manager struct {
-	controllers []*controller.Controller
-	mode        Mode
-	leaser      store.Leaser
-	identity    string
-	prefix      string
-	ttl         time.Duration
-	renew       time.Duration
-	shards      int
-	unfenced    bool
-	stuckAfter  time.Duration // 0 when reconciles are never reported stuck
-	onChange    func(Leadership)
-	informers   *informer.Factory // Config.Informers; nil when none was given
+	shared     shared // what the builders give every controller they make
+	mode       Mode
+	leaser     store.Leaser
+	identity   string
+	prefix     string
+	ttl        time.Duration
+	renew      time.Duration
+	shards     int
+	unfenced   bool
+	stuckAfter time.Duration // 0 when reconciles are never reported stuck
+	onChange   func(Leadership)
+	informers  *informer.Factory // Config.Informers; nil when none was given
+	log        *zap.Logger       // a no-op logger when logging is off
+	metrics    *managerMetrics   // nil when metrics are off
+	notify     chan struct{}     // capacity 1: the leadership may have changed
 
 	cachesMu sync.Mutex          // guards caches
 	caches   []*informer.Factory // made by Cache, one per store
-	log      *zap.Logger         // a no-op logger when logging is off
-	metrics  *managerMetrics     // nil when metrics are off
-	notify   chan struct{}       // capacity 1: the leadership may have changed
 
 	state    atomic.Int32            // stateIdle, stateRunning or stateStopping
 	leading  atomic.Pointer[held]    // the leader lease while this replica leads
 	sharding atomic.Pointer[sharder] // the sharder while Run runs in Sharded mode
 	leases   leaseHealth
+
+	// mu guards controllers and recorders, which the builders add to
+	// until Run starts.
+	mu          sync.Mutex
+	controllers []*controller.Controller
+	recorders   []*history.Recorder // run by Run; distinct
 }
 
 // The states of a [Manager].
@@ -211,11 +246,8 @@ const (
 )
 
 // New returns a manager configured by cfg. It starts nothing: see
-// [Manager.Run].
+// [Manager.Run]. Add controllers to it with [Drive] and [Manager.Cascade].
 func New(cfg Config) (*Manager, error) {
-	if len(cfg.Controllers) == 0 {
-		return nil, fmt.Errorf("%w: no Controllers", ErrInvalidConfig)
-	}
 	names := make(map[string]bool, len(cfg.Controllers))
 	for i, c := range cfg.Controllers {
 		if c == nil {
@@ -239,8 +271,15 @@ func New(cfg Config) (*Manager, error) {
 		informers:   cfg.Informers,
 		notify:      make(chan struct{}, 1),
 	}
+	if cfg.Leaser == nil && cfg.Store != nil {
+		cfg.Leaser = cfg.Store
+	}
 	if cfg.Leaser != nil {
 		m.leaser = &leaseCalls{Leaser: cfg.Leaser, m: m}
+	}
+	m.shared = shared{store: cfg.Store, log: cfg.Logger, reg: cfg.MetricsRegisterer, tracer: cfg.TracerProvider, history: cfg.History}
+	if cfg.History != nil {
+		m.recorders = []*history.Recorder{cfg.History}
 	}
 	switch {
 	case cfg.StuckReconcileAfter == 0:
@@ -301,10 +340,27 @@ func (m *Manager) Identity() string { return m.identity }
 // its keys at once; one that gains a shard queues its keys again by asking
 // the sources that list ([Kind], [Owns], [Watches], [Resync]) to list again.
 func (m *Manager) Run(ctx context.Context) error {
-	if !m.state.CompareAndSwap(stateIdle, stateRunning) {
+	m.mu.Lock()
+	switch {
+	case len(m.controllers) == 0:
+		m.mu.Unlock()
+		return fmt.Errorf("%w: no controllers to run", ErrInvalidConfig)
+	case !m.state.CompareAndSwap(stateIdle, stateRunning):
+		m.mu.Unlock()
 		return fmt.Errorf("%w: manager %s", ErrAlreadyRunning, m.identity)
 	}
+	recorders := slices.Clone(m.recorders)
+	m.mu.Unlock()
 	defer m.state.Store(stateIdle)
+	// The recorders outlive the controllers, so that the entries of the
+	// last reconciles are written.
+	var recording sync.WaitGroup
+	recordCtx, endRecording := context.WithCancel(context.WithoutCancel(ctx))
+	for _, r := range recorders {
+		recording.Go(func() { _ = r.Run(recordCtx) })
+	}
+	defer recording.Wait()
+	defer endRecording()
 	m.leases.reset()
 	stopped := make(chan struct{})
 	watch := context.AfterFunc(ctx, func() {
@@ -327,7 +383,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	var presence sync.WaitGroup
 	presenceCtx, endPresence := context.WithCancel(context.WithoutCancel(ctx))
 	kinds := map[string]bool{}
-	for _, c := range m.controllers {
+	for _, c := range m.controllerList() {
 		if r, ok := c.Reconciler().(registrant); ok && !kinds[r.Registration().Kind] {
 			kinds[r.Registration().Kind] = true
 			presence.Go(func() { m.present(presenceCtx, r) })
@@ -422,10 +478,17 @@ func (m *Manager) runCaches(ctx context.Context) (stop func()) {
 	}
 }
 
+// controllerList returns the manager's controllers.
+func (m *Manager) controllerList() []*controller.Controller {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.controllers
+}
+
 // runAll runs every controller until stop ends or one fails.
 func (m *Manager) runAll(stop, base context.Context, g controller.Gate) error {
 	group, stop := errgroup.WithContext(stop)
-	for _, c := range m.controllers {
+	for _, c := range m.controllerList() {
 		group.Go(func() error { return c.RunShared(stop, controller.Shared{Reconciles: base, Gate: g}) })
 	}
 	return group.Wait()

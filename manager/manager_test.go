@@ -627,7 +627,7 @@ func TestNewManagerValidates(t *testing.T) {
 	}{
 		{"single", manager.Config{Controllers: cs}, true},
 		{"sharded", manager.Config{Controllers: cs, Mode: manager.Sharded, Leaser: s}, true},
-		{"no controllers", manager.Config{}, false},
+		{"no controllers (the builders add them)", manager.Config{}, true},
 		{"nil controller", manager.Config{Controllers: []*controller.Controller{nil}}, false},
 		{"duplicate names", manager.Config{Controllers: []*controller.Controller{c1, c2}}, false},
 		{"leader without leaser", manager.Config{Controllers: cs, Mode: manager.LeaderElection}, false},

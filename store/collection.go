@@ -189,6 +189,19 @@ func (c *Collection[Spec, Status]) Delete(ctx context.Context, key string, opts 
 	return c.b.Delete(ctx, c.kind, key, opts)
 }
 
+// WatchNow streams the changes made after it is called, decoded: it reads
+// the store's revision with a List of at most one object and watches from
+// it. It is the watch to start when nothing was listed, where a watch from
+// revision 0 would fail with [ErrCompacted] on a store whose history no
+// longer begins at 0 (one restored from a snapshot, or compacted).
+func (c *Collection[Spec, Status]) WatchNow(ctx context.Context) (*ObjectWatch[Spec, Status], error) {
+	page, err := c.ListPage(ctx, ListOptions{Limit: 1})
+	if err != nil {
+		return nil, err
+	}
+	return c.Watch(ctx, page.Revision)
+}
+
 // Watch streams the changes after fromRevision, decoded. See [Watcher.Watch].
 func (c *Collection[Spec, Status]) Watch(ctx context.Context, fromRevision int64) (*ObjectWatch[Spec, Status], error) {
 	w, err := c.b.Watch(ctx, c.kind, fromRevision)

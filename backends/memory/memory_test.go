@@ -25,13 +25,52 @@ func newStore(t *testing.T, cfg memory.Config) *memory.Store {
 	return s
 }
 
+// TestAddKinds adds a kind to a store in use: it is listed, empty, and
+// watched from the store's revision like any other.
+func TestAddKinds(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, memory.Config{})
+	if _, err := s.Create(ctx, store.Document{Meta: store.Meta{Kind: "Widget", Key: "a"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddKinds("widget"); err == nil {
+		t.Fatal("AddKinds took a malformed kind")
+	}
+	if err := s.AddKinds("Gadget", "Widget"); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := s.Kinds(), []string{"Gadget", "Widget"}; !slices.Equal(got, want) {
+		t.Fatalf("Kinds() = %v, want %v", got, want)
+	}
+	list, err := s.List(ctx, "Gadget", store.ListOptions{})
+	if err != nil || len(list.Items) != 0 {
+		t.Fatalf("List of the new kind: %v, %v", list.Items, err)
+	}
+	w, err := s.Watch(ctx, "Gadget", list.Revision)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	created, err := s.Create(ctx, store.Document{Meta: store.Meta{Kind: "Gadget", Key: "b"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := w.Next(ctx)
+	if err != nil || ev.Revision != created.Meta.Revision {
+		t.Fatalf("watch of the new kind: %+v, %v; want revision %d", ev, err, created.Meta.Revision)
+	}
+	if got, _ := s.Get(ctx, "Widget", "a"); got.Meta.Key != "a" {
+		t.Fatalf("the kind held before lost its document: %+v", got)
+	}
+}
+
 func TestNewConfig(t *testing.T) {
 	tests := []struct {
 		name string
 		cfg  memory.Config
 		want string // substring of the error; empty for success
 	}{
-		{"no kinds", memory.Config{}, "Kinds is empty"},
+		{"no kinds", memory.Config{}, ""},
 		{"bad kind", memory.Config{Kinds: []string{"widget"}}, `"widget"`},
 		{"duplicate kind", memory.Config{Kinds: []string{"Widget", "Widget"}}, "twice"},
 		{"history too short", memory.Config{Kinds: []string{"W"}, History: 1}, "History"},

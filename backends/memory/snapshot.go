@@ -64,8 +64,9 @@ func (s *Store) Snapshot(w io.Writer) error {
 	s.mu.RLock()
 	data.Revision = s.rev
 	var vs []*version
-	for _, name := range s.kindNames {
-		for _, v := range s.kinds[name].docs {
+	ks := s.kinds.Load()
+	for _, name := range ks.names {
+		for _, v := range ks.byName[name].docs {
 			vs = append(vs, v)
 		}
 	}
@@ -182,7 +183,7 @@ func (s *Store) restore(r io.Reader) error {
 		if err := restoredDoc(&m, data.Revision, uids); err != nil {
 			return fmt.Errorf("%w: document %s %q: %v", ErrBadSnapshot, m.Kind, m.Key, err)
 		}
-		k := s.kinds[m.Kind]
+		k := s.kinds.Load().byName[m.Kind]
 		if k == nil {
 			return fmt.Errorf("%w: document %s %q: kind %q is not in Config.Kinds", ErrBadSnapshot, m.Kind, m.Key, m.Kind)
 		}
@@ -202,7 +203,7 @@ func (s *Store) restore(r io.Reader) error {
 		s.leases[l.Name] = &lease{holder: l.Holder, fence: l.Fence, ttl: l.TTL, expires: l.Expires, held: l.Held}
 	}
 	s.rev = data.Revision
-	for _, k := range s.kinds {
+	for _, k := range s.kinds.Load().byName {
 		k.compacted = data.Revision
 	}
 	return nil

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -25,11 +24,12 @@ const (
 	DefaultHistory = 10_000
 )
 
-// Config configures a [Store]. The zero value of each field but Kinds is a
+// Config configures a [Store]. The zero value of each field is a
 // documented default.
 type Config struct {
 	// Kinds are the kinds the store holds; each must pass
-	// [store.ValidateKind]. Required.
+	// [store.ValidateKind]. More can be added later with [Store.AddKinds]
+	// (a manager's builders do), so empty is valid.
 	Kinds []string
 	// Now is the store's clock, used for timestamps and lease expiry. Nil
 	// means time.Now (which testing/synctest fakes).
@@ -58,8 +58,8 @@ type Config struct {
 type Store struct {
 	now         func() time.Time
 	watchBuffer uint64
-	kindNames   []string         // sorted
-	kinds       map[string]*kind // fixed by New; each kind is guarded by mu
+	history     int                     // the change log's limit of each kind
+	kinds       atomic.Pointer[kindSet] // replaced, never changed, by AddKinds under mu; each kind is guarded by mu
 
 	// mu guards rev, leases and the documents, indexes and change log of
 	// every kind.
@@ -72,6 +72,12 @@ var (
 	_ store.Backend     = (*Store)(nil)
 	_ backend.Compactor = (*Store)(nil)
 )
+
+// kindSet is the store's kinds.
+type kindSet struct {
+	names  []string // sorted
+	byName map[string]*kind
+}
 
 // kind holds the documents of one kind.
 type kind struct {
@@ -121,9 +127,6 @@ func (v *version) shared() store.Document {
 // New returns an empty store for cfg.Kinds, or one restored from
 // cfg.Restore. It starts no goroutine.
 func New(cfg Config) (*Store, error) {
-	if len(cfg.Kinds) == 0 {
-		return nil, errors.New("memory: Config.Kinds is empty")
-	}
 	history := cfg.History
 	switch {
 	case history == 0:
@@ -143,29 +146,21 @@ func New(cfg Config) (*Store, error) {
 	s := &Store{
 		now:         cfg.Now,
 		watchBuffer: uint64(buffer),
-		kinds:       make(map[string]*kind, len(cfg.Kinds)),
+		history:     history,
 		leases:      make(map[string]*lease),
 	}
 	if s.now == nil {
 		s.now = time.Now
 	}
-	for _, name := range cfg.Kinds {
-		if err := store.ValidateKind(name); err != nil {
-			return nil, fmt.Errorf("memory: Config.Kinds: %w", err)
-		}
-		if _, dup := s.kinds[name]; dup {
+	s.kinds.Store(&kindSet{byName: map[string]*kind{}})
+	for i, name := range cfg.Kinds {
+		if slices.Contains(cfg.Kinds[:i], name) {
 			return nil, fmt.Errorf("memory: Config.Kinds: %q listed twice", name)
 		}
-		s.kinds[name] = &kind{
-			name:   name,
-			docs:   make(map[string]*version),
-			labels: make(map[string]map[string]map[string]struct{}),
-			owners: make(map[string]map[string]struct{}),
-			log:    changeLog{limit: history},
-		}
-		s.kindNames = append(s.kindNames, name)
 	}
-	slices.Sort(s.kindNames)
+	if err := s.addKinds(cfg.Kinds); err != nil {
+		return nil, fmt.Errorf("memory: Config.Kinds: %w", err)
+	}
 	if cfg.Restore != nil {
 		if err := s.restore(cfg.Restore); err != nil {
 			return nil, err
@@ -174,8 +169,51 @@ func New(cfg Config) (*Store, error) {
 	return s, nil
 }
 
-// Kinds returns the kinds the store was configured with, sorted.
-func (s *Store) Kinds() []string { return slices.Clone(s.kindNames) }
+// Kinds returns the kinds the store holds, sorted.
+func (s *Store) Kinds() []string { return slices.Clone(s.kinds.Load().names) }
+
+// AddKinds adds kinds to the store, each empty; a kind it holds already is
+// left as it is. Each must pass [store.ValidateKind]. It is safe to call
+// while the store is in use: a change made afterwards to a new kind has a
+// revision above every change made before, like any other.
+func (s *Store) AddKinds(kinds ...string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.addKinds(kinds); err != nil {
+		return fmt.Errorf("memory: AddKinds: %w", err)
+	}
+	return nil
+}
+
+// addKinds adds the kinds s does not hold yet; the caller holds mu or owns
+// s alone.
+func (s *Store) addKinds(kinds []string) error {
+	for _, name := range kinds {
+		if err := store.ValidateKind(name); err != nil {
+			return err
+		}
+	}
+	old := s.kinds.Load()
+	next := &kindSet{names: slices.Clone(old.names), byName: maps.Clone(old.byName)}
+	for _, name := range kinds {
+		if next.byName[name] != nil {
+			continue
+		}
+		// A watch of the new kind from any revision up to now replays
+		// nothing: nothing of the kind was changed before.
+		next.byName[name] = &kind{
+			name:   name,
+			docs:   make(map[string]*version),
+			labels: make(map[string]map[string]map[string]struct{}),
+			owners: make(map[string]map[string]struct{}),
+			log:    changeLog{limit: s.history},
+		}
+		next.names = append(next.names, name)
+	}
+	slices.Sort(next.names)
+	s.kinds.Store(next)
+	return nil
+}
 
 // Get returns a copy of the stored document.
 func (s *Store) Get(ctx context.Context, kindName, key string) (store.Document, error) {
@@ -443,7 +481,7 @@ func (s *Store) Compact(ctx context.Context, revision int64) error {
 	if err := backend.CheckCompact(revision, s.rev); err != nil {
 		return err
 	}
-	for _, k := range s.kinds {
+	for _, k := range s.kinds.Load().byName {
 		k.log.dropThrough(revision)
 		k.compacted = max(k.compacted, revision)
 		k.wake() // watches that lost their next change fail now
@@ -453,10 +491,11 @@ func (s *Store) Compact(ctx context.Context, revision int64) error {
 
 // kindOf returns the named kind; key only names the document in errors.
 func (s *Store) kindOf(op, kindName, key string) (*kind, error) {
-	if k := s.kinds[kindName]; k != nil {
+	ks := s.kinds.Load()
+	if k := ks.byName[kindName]; k != nil {
 		return k, nil
 	}
-	return nil, backend.UnknownKind(op, kindName, key, s.kindNames)
+	return nil, backend.UnknownKind(op, kindName, key, ks.names)
 }
 
 // lookup returns the named kind after checking ctx and validating key.

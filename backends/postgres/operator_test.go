@@ -93,7 +93,7 @@ func TestOperatorActions(t *testing.T) {
 		return sm.Done, nil
 	}
 	d, err := driver.New(coll, widgetMachine(t), driver.Config[widgetSpec, widgetStatus]{
-		Steps: map[string]driver.Step[widgetSpec, widgetStatus]{
+		Steps: map[string]driver.StepFunc[widgetSpec, widgetStatus]{
 			"prepare": step,
 			"build": func(ctx context.Context, obj *store.Object[widgetSpec, widgetStatus], opID string) (sm.Outcome, error) {
 				builds.Add(1)
@@ -105,7 +105,7 @@ func TestOperatorActions(t *testing.T) {
 			},
 			"remove": step,
 		},
-		Observers: map[string]driver.Observer[widgetSpec, widgetStatus]{
+		Observers: map[string]driver.ObserverFunc[widgetSpec, widgetStatus]{
 			"built": func(ctx context.Context, obj *store.Object[widgetSpec, widgetStatus]) (bool, string, error) {
 				return built.Load(), "", nil
 			},

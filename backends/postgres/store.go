@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -51,7 +53,7 @@ var (
 	ErrSchemaOutdated = errors.New("postgres: schema is missing or older than this program")
 )
 
-// Config configures a [Store]. Kinds and one of Pool or URL are required;
+// Config configures a [Store]. One of Pool or URL is required;
 // every other zero field means its documented default.
 type Config struct {
 	// Pool is the connection pool to use. The store does not close it.
@@ -65,7 +67,8 @@ type Config struct {
 	// independent. Empty means [DefaultSchema].
 	Schema string
 	// Kinds are the kinds the store holds; each must pass
-	// [store.ValidateKind]. Required.
+	// [store.ValidateKind]. More can be added with [Store.AddKinds] (a
+	// manager's builders do), so empty is valid.
 	Kinds []string
 	// Logger receives the backend's warnings (a watch losing its
 	// notification connection). Nil means no logs.
@@ -92,8 +95,9 @@ type Store struct {
 	pool      *pgxpool.Pool
 	ownPool   bool
 	schema    string
-	channel   string // the NOTIFY channel of the schema's changes
-	kinds     []string
+	channel   string                   // the NOTIFY channel of the schema's changes
+	kinds     atomic.Pointer[[]string] // sorted; replaced, never changed, by AddKinds under kindsMu
+	kindsMu   sync.Mutex               // serialises AddKinds
 	log       *zap.Logger
 	history   int64
 	poll      time.Duration
@@ -141,9 +145,6 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		s.log = zap.NewNop()
 	}
 	s.log = s.log.Named("postgres").With(zap.String("schema", s.schema))
-	if len(cfg.Kinds) == 0 {
-		return nil, errors.New("postgres: Config.Kinds is empty")
-	}
 	for i, k := range cfg.Kinds {
 		if err := store.ValidateKind(k); err != nil {
 			return nil, fmt.Errorf("postgres: Config.Kinds: %w", err)
@@ -152,7 +153,8 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 			return nil, fmt.Errorf("postgres: Config.Kinds: %q listed twice", k)
 		}
 	}
-	s.kinds = slices.Sorted(slices.Values(cfg.Kinds))
+	kinds := slices.Sorted(slices.Values(cfg.Kinds))
+	s.kinds.Store(&kinds)
 	s.channel = s.schema + ".changes"
 	s.sql = newStatements(s.schema)
 
@@ -188,14 +190,39 @@ func (s *Store) Close() {
 	}
 }
 
-// Kinds returns the kinds the store was configured with, sorted.
-func (s *Store) Kinds() []string { return slices.Clone(s.kinds) }
+// Kinds returns the kinds the store holds, sorted.
+func (s *Store) Kinds() []string { return slices.Clone(*s.kinds.Load()) }
+
+// AddKinds adds kinds to the store; a kind it holds already is left as it
+// is. Each must pass [store.ValidateKind]. Documents of every kind share the
+// store's tables, so adding a kind writes nothing; every replica sharing
+// the schema must hold the kinds it serves. Safe to call while the store is
+// in use.
+func (s *Store) AddKinds(kinds ...string) error {
+	for _, k := range kinds {
+		if err := store.ValidateKind(k); err != nil {
+			return fmt.Errorf("postgres: AddKinds: %w", err)
+		}
+	}
+	s.kindsMu.Lock()
+	defer s.kindsMu.Unlock()
+	next := slices.Clone(*s.kinds.Load())
+	for _, k := range kinds {
+		if !slices.Contains(next, k) {
+			next = append(next, k)
+		}
+	}
+	slices.Sort(next)
+	s.kinds.Store(&next)
+	return nil
+}
 
 // checkKind returns an error naming the document if kind is not one of the
 // store's kinds, or if key (when checkKey) is malformed.
 func (s *Store) checkKind(op, kind, key string, checkKey bool) error {
-	if _, ok := slices.BinarySearch(s.kinds, kind); !ok {
-		return backend.UnknownKind(op, kind, key, s.kinds)
+	kinds := *s.kinds.Load()
+	if _, ok := slices.BinarySearch(kinds, kind); !ok {
+		return backend.UnknownKind(op, kind, key, kinds)
 	}
 	if checkKey {
 		if err := store.ValidateKey(key); err != nil {

@@ -108,45 +108,29 @@ type controllerRun struct {
 // Flush.
 func startController(t testing.TB, b store.Backend, recorder bool) *controllerRun {
 	t.Helper()
-	m := widgetMachine(t)
-	coll, err := store.NewCollection[widgetSpec, widgetStatus](b, widgetKind, store.CollectionConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	rec, err := history.NewRecorder(b, history.RecorderConfig{Replica: "test", FlushInterval: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := func(context.Context, *store.Object[widgetSpec, widgetStatus], string) (statemachine.Outcome, error) {
-		return statemachine.Done, nil
-	}
-	driver, err := driver.New(coll, m, driver.Config[widgetSpec, widgetStatus]{
-		Steps: map[string]driver.Step[widgetSpec, widgetStatus]{
-			"allocate": done,
-			"configure": func(_ context.Context, w *store.Object[widgetSpec, widgetStatus], _ string) (statemachine.Outcome, error) {
-				if err := configure(w.Key); err != nil {
-					return statemachine.Failed, err
-				}
-				return statemachine.Done, nil
-			},
-			"release": done,
-		},
-		Observers: map[string]driver.Observer[widgetSpec, widgetStatus]{
-			"ready": func(_ context.Context, w *store.Object[widgetSpec, widgetStatus]) (bool, string, error) {
-				return w.Status.Phase == "Creating", "configured", nil
-			},
-		},
-		Backoff: workqueue.BackoffFunc(func(int) time.Duration { return time.Hour }),
-		History: rec,
-	})
+	mgr, err := manager.New(manager.Config{Store: b, Identity: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := controller.New(controller.Config{Name: "widgets", Reconciler: driver, Sources: []controller.Source{driver.Source()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mgr, err := manager.New(manager.Config{Controllers: []*controller.Controller{c}, Identity: "test"})
+	done := func(context.Context, *store.Object[widgetSpec, widgetStatus], string) error { return nil }
+	_, err = manager.Drive[widgetSpec, widgetStatus](mgr, widgetMachine(t).Definition()).Named("widgets").
+		Steps(driver.Do("allocate", done), driver.Do("release", done),
+			driver.Do("configure", func(_ context.Context, w *store.Object[widgetSpec, widgetStatus], _ string) error {
+				return configure(w.Key)
+			})).
+		Conditions(driver.Observe("ready", func(_ context.Context, w *store.Object[widgetSpec, widgetStatus]) (bool, string, error) {
+			return w.Status.Phase == "Creating", "configured", nil
+		})).
+		// The recorder is this test's to run (or not: see recorder).
+		WithDriver(driver.Config[widgetSpec, widgetStatus]{
+			Backoff: workqueue.BackoffFunc(func(int) time.Duration { return time.Hour }),
+			History: rec,
+		}).
+		Complete()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -206,11 +206,11 @@ func (r *run[Spec, Status, S, P]) start(id int) error {
 		return err
 	}
 	dc := r.world.Driver
-	dc.Steps = make(map[string]driver.Step[Spec, Status], len(r.world.Driver.Steps))
+	dc.Steps = make(map[string]driver.StepFunc[Spec, Status], len(r.world.Driver.Steps))
 	for name, step := range r.world.Driver.Steps {
 		dc.Steps[name] = r.step(rep, name, step)
 	}
-	dc.Observers = make(map[string]driver.Observer[Spec, Status], len(r.world.Driver.Observers))
+	dc.Observers = make(map[string]driver.ObserverFunc[Spec, Status], len(r.world.Driver.Observers))
 	for name, obs := range r.world.Driver.Observers {
 		dc.Observers[name] = r.observer(name, obs)
 	}
@@ -349,7 +349,7 @@ func (r *run[Spec, Status, S, P]) isPartitioned(id int) bool {
 
 // step wraps a step of replica rep: it checks the calls, injects the faults
 // in force and records failures.
-func (r *run[Spec, Status, S, P]) step(rep *replica, name string, step driver.Step[Spec, Status]) driver.Step[Spec, Status] {
+func (r *run[Spec, Status, S, P]) step(rep *replica, name string, step driver.StepFunc[Spec, Status]) driver.StepFunc[Spec, Status] {
 	return func(ctx context.Context, obj *store.Object[Spec, Status], opID string) (out statemachine.Outcome, err error) {
 		if r.park(ctx) {
 			return statemachine.Failed, ctx.Err()
@@ -480,7 +480,7 @@ func callsWithin(b workqueue.Backoff, d time.Duration) int {
 }
 
 // observer wraps an observer: a flipped condition reads false.
-func (r *run[Spec, Status, S, P]) observer(name string, obs driver.Observer[Spec, Status]) driver.Observer[Spec, Status] {
+func (r *run[Spec, Status, S, P]) observer(name string, obs driver.ObserverFunc[Spec, Status]) driver.ObserverFunc[Spec, Status] {
 	return func(ctx context.Context, obj *store.Object[Spec, Status]) (bool, string, error) {
 		ok, reason, err := obs(ctx, obj)
 		r.mu.Lock()

@@ -124,8 +124,8 @@ type cloud struct {
 	readyAt   time.Time
 }
 
-func (c *cloud) steps() map[string]driver.Step[spec, status] {
-	do := func(f func()) driver.Step[spec, status] {
+func (c *cloud) steps() map[string]driver.StepFunc[spec, status] {
+	do := func(f func()) driver.StepFunc[spec, status] {
 		return func(ctx context.Context, _ *object, _ string) (sm.Outcome, error) {
 			c.mu.Lock()
 			defer c.mu.Unlock()
@@ -133,7 +133,7 @@ func (c *cloud) steps() map[string]driver.Step[spec, status] {
 			return sm.Done, nil
 		}
 	}
-	return map[string]driver.Step[spec, status]{
+	return map[string]driver.StepFunc[spec, status]{
 		"create_volume": do(func() { c.volume = true }),
 		"create_instance": do(func() {
 			if c.instances == 0 || c.leaky {
@@ -146,15 +146,15 @@ func (c *cloud) steps() map[string]driver.Step[spec, status] {
 	}
 }
 
-func (c *cloud) observers() map[string]driver.Observer[spec, status] {
-	read := func(f func() bool) driver.Observer[spec, status] {
+func (c *cloud) observers() map[string]driver.ObserverFunc[spec, status] {
+	read := func(f func() bool) driver.ObserverFunc[spec, status] {
 		return func(context.Context, *object) (bool, string, error) {
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			return f(), "", nil
 		}
 	}
-	return map[string]driver.Observer[spec, status]{
+	return map[string]driver.ObserverFunc[spec, status]{
 		"volume_ready":     read(func() bool { return c.volume }),
 		"instance_present": read(func() bool { return c.instances > 0 }),
 		"instance_ready": read(func() bool {

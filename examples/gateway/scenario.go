@@ -131,7 +131,7 @@ func run(ctx context.Context, opts options, out io.Writer) (report, error) {
 		return report{}, err
 	}
 	pc := platformConfig(opts, st, w)
-	pc.History = rec
+	pc.Manager.History = rec
 	p, err := platform.New(pc)
 	if err != nil {
 		return report{}, err
@@ -156,7 +156,6 @@ func run(ctx context.Context, opts options, out io.Writer) (report, error) {
 	wg.Go(func() { runErr = p.Run(runCtx) })
 	var opsErr error
 	if opts.Listener != nil {
-		wg.Go(func() { _ = rec.Run(runCtx) })
 		hc := manager.HandlerConfig{Gatherer: opts.Gatherer, History: history.NewReader(st), Fallback: con}
 		wg.Go(func() { opsErr = p.Manager().ServeListener(runCtx, opts.Listener, hc) })
 		fmt.Fprintf(out, "serving probes, metrics and history on http://%s (/readyz, /healthz, /metrics, /history/%s/%s)\n",
@@ -250,7 +249,8 @@ func platformConfig(opts options, st store.Backend, w *world) platform.Config {
 		poll = 100 * time.Millisecond // each look is a request to the API server
 	}
 	return platform.Config{Store: st, Cluster: w.cluster, Databases: w.sim, Poll: poll,
-		MaxBackoff: cmp.Or(opts.MaxBackoff, backoffPolls*poll), MetricsRegisterer: opts.Registerer, TracerProvider: opts.TracerProvider}
+		MaxBackoff: cmp.Or(opts.MaxBackoff, backoffPolls*poll),
+		Manager:    manager.Config{MetricsRegisterer: opts.Registerer, TracerProvider: opts.TracerProvider}}
 }
 
 // script creates the gateways, starts them, stops one, restarts one and

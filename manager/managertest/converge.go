@@ -223,11 +223,11 @@ func converge(b *testing.B, cfg ConvergeConfig, backend store.Backend, docs, wor
 		return sm.Done, nil
 	}
 	holds := func(context.Context, *store.Object[gwSpec, gwStatus]) (bool, string, error) { return true, "", nil }
-	steps := map[string]driver.Step[gwSpec, gwStatus]{}
+	steps := map[string]driver.StepFunc[gwSpec, gwStatus]{}
 	for _, s := range m.Steps() {
 		steps[s] = instant
 	}
-	observers := map[string]driver.Observer[gwSpec, gwStatus]{}
+	observers := map[string]driver.ObserverFunc[gwSpec, gwStatus]{}
 	for _, c := range m.Conditions() {
 		observers[c] = holds
 	}

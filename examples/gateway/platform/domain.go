@@ -18,8 +18,8 @@ func (s DomainSpec) Intent() DomainState { return s.State }
 func (s *DomainStatus) MachineStatus() *sm.Status[DomainState, DomainPhase] { return &s.Status }
 
 type (
-	domainStep     = driver.Step[DomainSpec, DomainStatus]
-	domainObserver = driver.Observer[DomainSpec, DomainStatus]
+	domainStep     = driver.StepFunc[DomainSpec, DomainStatus]
+	domainObserver = driver.ObserverFunc[DomainSpec, DomainStatus]
 )
 
 // domainSteps maps every step of the runtime domain machine to its action.

@@ -55,7 +55,7 @@ func gatewayHarness(t testing.TB) drivertest.Config[GatewaySpec, GatewayStatus, 
 					if err != nil {
 						return nil, err
 					}
-					return []*controller.Controller{q.domainController}, nil
+					return []*controller.Controller{q.manager.Controller(DomainController)}, nil
 				},
 				Invariant: func(ctx context.Context, id string, gw *Gateway) error {
 					err := CheckOrder(sim.Ops())

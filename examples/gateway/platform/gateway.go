@@ -28,8 +28,8 @@ func (s GatewaySpec) Requests() map[string][]string {
 func (s *GatewayStatus) MachineStatus() *sm.Status[GatewayState, GatewayPhase] { return &s.Status }
 
 type (
-	gatewayStep     = driver.Step[GatewaySpec, GatewayStatus]
-	gatewayObserver = driver.Observer[GatewaySpec, GatewayStatus]
+	gatewayStep     = driver.StepFunc[GatewaySpec, GatewayStatus]
+	gatewayObserver = driver.ObserverFunc[GatewaySpec, GatewayStatus]
 )
 
 // gatewaySteps maps every step of the gateway machine to its action. Each is

@@ -9,15 +9,8 @@ import (
 	"time"
 
 	"github.com/tendhq/tend/driver"
-	"github.com/tendhq/tend/manager"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"go.opentelemetry.io/otel/trace"
-	"go.uber.org/zap"
-
-	"github.com/tendhq/tend/controller"
 	"github.com/tendhq/tend/examples/gateway/infra"
-	"github.com/tendhq/tend/history"
+	"github.com/tendhq/tend/manager"
 	sm "github.com/tendhq/tend/statemachine"
 	"github.com/tendhq/tend/store"
 	"github.com/tendhq/tend/workqueue"
@@ -53,26 +46,18 @@ type Config struct {
 	// HealthEvery is how often the Deployment and Service of a Started
 	// gateway are checked for drift. Zero means the machine's (a minute).
 	HealthEvery time.Duration
-	// Manager configures how replicas of the platform share the work: Mode,
-	// Identity, lease timings. Its Controllers are the platform's; a nil
-	// Leaser means Store. The zero value runs every controller in this
-	// process alone.
+	// Manager configures how replicas of the platform share the work (Mode,
+	// Identity, lease timings) and what its controllers share: Logger,
+	// MetricsRegisterer (the controllers', work queues' and phase metrics),
+	// TracerProvider (the spans of the reconciles and of the drivers' steps
+	// and observers) and History (the history of every document the drivers
+	// reconcile; the manager runs the recorder). Its Store is Store, and its
+	// controllers are the platform's. The zero value runs every controller
+	// in this process alone, with no logs, metrics, spans or history.
 	Manager manager.Config
 	// NewOperationID returns the id of each new operation. Nil means a random
 	// id.
 	NewOperationID func() string
-	// Logger receives the controllers' logs. Nil means none.
-	Logger *zap.Logger
-	// MetricsRegisterer receives the controllers', work queues' and phase
-	// metrics. Nil means none.
-	MetricsRegisterer prometheus.Registerer
-	// TracerProvider receives the spans of the controllers' reconciles and
-	// of the drivers' steps and observers. Nil means none.
-	TracerProvider trace.TracerProvider
-	// History receives the history of every document the drivers reconcile;
-	// Store must then hold the history kinds too (history.Kinds of
-	// [Kinds]). Nil means none.
-	History *history.Recorder
 }
 
 // Controller names, in logs and metrics.
@@ -93,15 +78,13 @@ type Platform struct {
 	gateways                  *driver.Driver[GatewaySpec, GatewayStatus]
 	domains                   *driver.Driver[DomainSpec, DomainStatus]
 	manager                   *manager.Manager
-	// gatewayConfig is the gateways' driver's configuration, and
-	// domainController the runtime domains' controller: the driver harness
-	// runs them on replicas of its own.
-	gatewayConfig    driver.Config[GatewaySpec, GatewayStatus]
-	domainController *controller.Controller
-	runs             atomic.Int64 // step runs
-	failed           atomic.Int64 // step runs that failed
-	probes           atomic.Int64 // probe runs
-	probesFailed     atomic.Int64 // probe runs that failed
+	// gatewayConfig is the gateways' driver's configuration: the driver
+	// harness runs it on replicas of its own.
+	gatewayConfig driver.Config[GatewaySpec, GatewayStatus]
+	runs          atomic.Int64 // step runs
+	failed        atomic.Int64 // step runs that failed
+	probes        atomic.Int64 // probe runs
+	probesFailed  atomic.Int64 // probe runs that failed
 	// observe, when set (by tests, before Run), is called before and after
 	// every step run with the document's kind and key.
 	observe func(ev stepEvent)
@@ -134,7 +117,7 @@ func (p *Platform) Stats() Stats {
 }
 
 // counted wraps every step so that p counts its runs and failures.
-func counted[Spec, Status any](p *Platform, steps map[string]driver.Step[Spec, Status]) map[string]driver.Step[Spec, Status] {
+func counted[Spec, Status any](p *Platform, steps map[string]driver.StepFunc[Spec, Status]) map[string]driver.StepFunc[Spec, Status] {
 	for name, step := range steps {
 		steps[name] = func(ctx context.Context, obj *store.Object[Spec, Status], opID string) (sm.Outcome, error) {
 			if p.observe != nil {
@@ -155,7 +138,7 @@ func counted[Spec, Status any](p *Platform, steps map[string]driver.Step[Spec, S
 }
 
 // countedProbes wraps every probe so that p counts its runs and failures.
-func countedProbes[Spec, Status any](p *Platform, probes map[string]driver.Observer[Spec, Status]) map[string]driver.Observer[Spec, Status] {
+func countedProbes[Spec, Status any](p *Platform, probes map[string]driver.ObserverFunc[Spec, Status]) map[string]driver.ObserverFunc[Spec, Status] {
 	for name, probe := range probes {
 		probes[name] = func(ctx context.Context, obj *store.Object[Spec, Status]) (bool, string, error) {
 			ok, reason, err := probe(ctx, obj)
@@ -208,59 +191,41 @@ func New(cfg Config) (*Platform, error) {
 			gdef.Phases[i].HealthEvery = cfg.HealthEvery
 		}
 	}
-	gm, err := sm.New(gdef)
-	if err != nil {
-		return nil, fmt.Errorf("platform: %w", err)
-	}
-	dm, err := DomainMachine()
-	if err != nil {
-		return nil, fmt.Errorf("platform: %w", err)
-	}
 	p := &Platform{docs: docs, cluster: cfg.Cluster, dbs: cfg.Databases,
 		certLifetime: cmp.Or(cfg.CertificateLifetime, 90*24*time.Hour), renewBefore: cmp.Or(cfg.RenewBefore, 30*24*time.Hour)}
-	if p.domains, err = driver.New(docs.Domains, dm, driver.Config[DomainSpec, DomainStatus]{
-		Steps: counted(p, p.domainSteps()), Observers: countedProbes(p, p.domainObservers()), NewOperationID: cfg.NewOperationID,
-		WaitInterval: poll, ProgressInterval: poll, Backoff: backoff, MetricsRegisterer: cfg.MetricsRegisterer,
-		TracerProvider: cfg.TracerProvider, History: cfg.History,
-		Timers: map[string]func(*Domain) time.Time{TimerRenewCertificate: p.renewCertificateAt},
-	}); err != nil {
+	mc := cfg.Manager
+	mc.Store, mc.Controllers = cfg.Store, nil
+	if p.manager, err = manager.New(mc); err != nil {
 		return nil, fmt.Errorf("platform: %w", err)
+	}
+	// Each controller has a rate limiter of its own, on the schedule of the
+	// drivers' backoff.
+	options := func() (manager.Options, error) {
+		limiter, err := workqueue.NewExponentialLimiter[string](schedule)
+		return manager.Options{Workers: workers, RateLimiter: limiter}, err
 	}
 	p.gatewayConfig = driver.Config[GatewaySpec, GatewayStatus]{
 		Steps: counted(p, p.gatewaySteps()), Observers: countedProbes(p, p.gatewayObservers()), NewOperationID: cfg.NewOperationID,
-		WaitInterval: poll, ProgressInterval: poll, Backoff: backoff, MetricsRegisterer: cfg.MetricsRegisterer,
-		TracerProvider: cfg.TracerProvider, History: cfg.History,
+		WaitInterval: poll, ProgressInterval: poll, Backoff: backoff,
 	}
-	if p.gateways, err = driver.New(docs.Gateways, gm, p.gatewayConfig); err != nil {
-		return nil, fmt.Errorf("platform: %w", err)
-	}
-	newController := func(name string, r controller.Reconciler, sources ...controller.Source) (*controller.Controller, error) {
-		limiter, err := workqueue.NewExponentialLimiter[string](schedule)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
-		}
-		return controller.New(controller.Config{Name: name, Reconciler: r, Sources: sources, Workers: workers,
-			RateLimiter: limiter, Logger: cfg.Logger, MetricsRegisterer: cfg.MetricsRegisterer, TracerProvider: cfg.TracerProvider})
-	}
-	gc, err := newController(GatewayController, p.gateways, p.gateways.Source(),
-		controller.Owns(cfg.Store, KindRuntimeDomain, KindApiGateway))
+	gopts, err := options()
 	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	if p.gateways, err = manager.Drive[GatewaySpec, GatewayStatus](p.manager, gdef).Named(GatewayController).
+		Owns(KindRuntimeDomain).WithOptions(gopts).WithDriver(p.gatewayConfig).Complete(); err != nil {
 		return nil, fmt.Errorf("platform: %w", err)
 	}
-	dc, err := newController(DomainController, p.domains, p.domains.Source())
+	dopts, err := options()
 	if err != nil {
-		return nil, fmt.Errorf("platform: %w", err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	p.domainController = dc
-	mc := cfg.Manager
-	mc.Controllers = []*controller.Controller{gc, dc}
-	if mc.Leaser == nil {
-		mc.Leaser = cfg.Store
-	}
-	if mc.Logger == nil {
-		mc.Logger = cfg.Logger
-	}
-	if p.manager, err = manager.New(mc); err != nil {
+	if p.domains, err = manager.Drive[DomainSpec, DomainStatus](p.manager, DomainDefinition()).Named(DomainController).
+		WithOptions(dopts).WithDriver(driver.Config[DomainSpec, DomainStatus]{
+		Steps: counted(p, p.domainSteps()), Observers: countedProbes(p, p.domainObservers()), NewOperationID: cfg.NewOperationID,
+		WaitInterval: poll, ProgressInterval: poll, Backoff: backoff,
+		Timers: map[string]func(*Domain) time.Time{TimerRenewCertificate: p.renewCertificateAt},
+	}).Complete(); err != nil {
 		return nil, fmt.Errorf("platform: %w", err)
 	}
 	return p, nil

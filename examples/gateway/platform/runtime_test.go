@@ -17,6 +17,7 @@ import (
 
 	"github.com/tendhq/tend/backends/memory"
 	"github.com/tendhq/tend/examples/gateway/infra"
+	"github.com/tendhq/tend/registry"
 	sm "github.com/tendhq/tend/statemachine"
 	"github.com/tendhq/tend/store"
 )
@@ -33,7 +34,9 @@ type env struct {
 }
 
 func newEnv(t testing.TB, cfg infra.SimConfig) *env {
-	st, err := memory.New(memory.Config{Kinds: Kinds()})
+	// The registry's kind is listed: a platform on a store that wraps
+	// this one (deadStore) cannot give it kinds.
+	st, err := memory.New(memory.Config{Kinds: append(Kinds(), registry.Kinds()...)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -254,7 +254,7 @@ func outcome(err error) (statemachine.Outcome, error) {
 }
 
 // step adapts an actuator call to a driver.Step.
-type step = driver.Step[Spec, Status]
+type step = driver.StepFunc[Spec, Status]
 
 func (c *Controller) steps() map[string]step {
 	return map[string]step{
@@ -340,7 +340,7 @@ func (c *Controller) notRunning(ctx context.Context, id string) error {
 	return nil
 }
 
-type observer = driver.Observer[Spec, Status]
+type observer = driver.ObserverFunc[Spec, Status]
 
 // observers observe the world, never the actuators' return values
 // (contract 1).
