@@ -2,6 +2,22 @@
 // and coordinates its replicas through a store's leases: one leader, or
 // key-space shards each owned by one replica.
 //
+// # Builders: one statement per controller
+//
+// [Drive] adds the controller that drives a kind with a machine, and
+// [Manager.Cascade] the garbage collector of package cascade, each in one
+// statement, with what every controller shares: the manager's logger,
+// metrics registerer, tracer provider, history recorder and informer cache
+// ([Options] replaces them for one controller). The store is given the
+// kinds they need (the driven kind, its history kind, the registry's kind,
+// the kinds owned or watched), and the driver's registration follows from
+// the machine, so a driven kind is visible to on-call tools with nothing
+// else to list. Complete returns every configuration error, matching
+// [ErrInvalidConfig]; Run never reports one first.
+//
+//	servers, err := manager.Drive[ServerSpec, ServerStatus](mgr, machine).
+//		Steps(boot, halt).Conditions(running).Complete()
+//
 // # One watch per kind
 //
 // A [Manager] runs one informer cache per store ([Manager.Cache], or
