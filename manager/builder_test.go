@@ -165,8 +165,16 @@ func TestBuilderWiresSharedSettings(t *testing.T) {
 			break
 		}
 	}
-	if _, err := registry.Get(ctx, backend, "Lamp"); err != nil {
-		t.Errorf("registration: %v", err)
+	// The registration is recorded beside the controllers as Run starts,
+	// not before them: wait for it.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		_, err := registry.Get(ctx, backend, "Lamp")
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("registration: %v", err)
+		}
 	}
 	cancel()
 	if err := <-done; err != nil {
