@@ -38,7 +38,7 @@ func (d *phaseDriver[Spec, Status, S, P]) commanded(ctx context.Context, log *za
 		if !o.Applied {
 			result = "refused"
 		}
-		d.metrics.command(o.Command.Verb, result)
+		d.metrics.Command(o.Command.Verb, result)
 		if ce := log.Check(zap.InfoLevel, "operator command "+result); ce != nil {
 			fields := []zap.Field{zap.String("key", obj.Key), zap.String("command", o.Command.ID),
 				zap.String("verb", string(o.Command.Verb)), zap.String("by", o.Command.By), zap.String("phase", o.Phase)}

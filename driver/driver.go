@@ -20,6 +20,8 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/tendhq/tend/controller"
+	"github.com/tendhq/tend/driver/internal/phasemetrics"
+	"github.com/tendhq/tend/driver/internal/spans"
 	"github.com/tendhq/tend/finalizer"
 	"github.com/tendhq/tend/history"
 	"github.com/tendhq/tend/informer"
@@ -418,7 +420,7 @@ func New[Spec HasIntent[S], Status any, S, P comparable](c *store.Collection[Spe
 		progress:  cmp.Or(cfg.ProgressInterval, DefaultProgressInterval),
 		conflicts: cmp.Or(cfg.ConflictRetries, DefaultConflictRetries),
 		backoff:   cfg.Backoff,
-		tracing:   newDriverTracing(cfg.TracerProvider, c.Kind(), m),
+		tracing:   spans.New(cfg.TracerProvider, c.Kind(), m),
 		history:   newDriverHistory(cfg.History, c.Kind()),
 	}
 	if d.backoff == nil {
@@ -434,7 +436,7 @@ func New[Spec HasIntent[S], Status any, S, P comparable](c *store.Collection[Spe
 		d.useCache(cfg.Cache)
 	}
 	if cfg.MetricsRegisterer != nil {
-		pm, err := newPhaseMetrics(cfg.MetricsRegisterer, c.Kind(), m)
+		pm, err := phasemetrics.New(cfg.MetricsRegisterer, c.Kind(), m)
 		if err != nil {
 			return nil, err
 		}
@@ -530,11 +532,11 @@ type phaseDriver[Spec HasIntent[S], Status any, S, P comparable] struct {
 	progress  time.Duration
 	conflicts int
 	backoff   workqueue.Backoff
-	metrics   *phaseMetrics[S, P]  // nil when metrics are off
-	tracing   *driverTracing[S, P] // nil when tracing is off
-	history   *driverHistory       // nil when history is off
-	cached                         // the cache the driver reads, when it reads one
-	moveBufs  sync.Pool            // *[]move[S, P]: the moves of reconciles ended, for the next ones
+	metrics   *phasemetrics.Metrics[S, P] // nil when metrics are off
+	tracing   *spans.Tracing[S, P]        // nil when tracing is off
+	history   *driverHistory              // nil when history is off
+	cached                                // the cache the driver reads, when it reads one
+	moveBufs  sync.Pool                   // *[]move[S, P]: the moves of reconciles ended, for the next ones
 
 	echoes // the driver's own writes, which its source does not queue
 }
@@ -542,7 +544,7 @@ type phaseDriver[Spec HasIntent[S], Status any, S, P comparable] struct {
 // gone forgets the document under key once it is removed.
 func (d *phaseDriver[Spec, Status, S, P]) gone(key string) {
 	d.forget(key)
-	d.metrics.forget(key)
+	d.metrics.Forget(key)
 }
 
 func (d *phaseDriver[Spec, Status, S, P]) create(ctx context.Context, obj *store.Object[Spec, Status]) (*store.Object[Spec, Status], error) {
@@ -815,10 +817,10 @@ func (d *phaseDriver[Spec, Status, S, P]) held(ctx context.Context, log *zap.Log
 		// Held by an operator: no decision, no write, no timer. Whatever
 		// this reconcile decided before is stored (the status was read
 		// again since), and the operator's next write queues it again.
-		d.metrics.paused(obj.Key, true)
+		d.metrics.Paused(obj.Key, true)
 		return exitOf[Spec, Status](nil, turnEnd, controller.Result{}, nil)
 	}
-	d.metrics.paused(obj.Key, false)
+	d.metrics.Paused(obj.Key, false)
 	if len(read.Commands) > 0 {
 		if next, t, err := d.commands(ctx, log, obj, w, read); t != turnDecide || next != nil {
 			return exitOf(next, t, controller.Result{}, err)
@@ -963,7 +965,7 @@ func (d *phaseDriver[Spec, Status, S, P]) act(ctx context.Context, log *zap.Logg
 	}
 	r.Now = time.Now()
 	r.RetryAfter = d.backoff.Delay(dec.Operation.Attempts + 1)
-	d.metrics.step(dec.Phase, dec.Step, r.Outcome)
+	d.metrics.Step(dec.Phase, dec.Step, r.Outcome)
 	return obj, r, w.encoded, nil
 }
 
@@ -986,7 +988,7 @@ func (d *phaseDriver[Spec, Status, S, P]) keep(ctx context.Context, log *zap.Log
 			w.step, w.atStep, w.before, w.beforeSt, w.atMove = true, obj.Status, before, w.stored, len(w.moves)
 		}
 	}
-	d.metrics.observe(obj.Key, next.Target, next.Phase)
+	d.metrics.Observe(obj.Key, next.Target, next.Phase)
 	return next, nil
 }
 
@@ -1081,7 +1083,7 @@ func (d *phaseDriver[Spec, Status, S, P]) fold(obj *store.Object[Spec, Status], 
 func (d *phaseDriver[Spec, Status, S, P]) settledMoves(log *zap.Logger, key string, dec statemachine.Decision[S, P], st statemachine.Status[S, P]) {
 	switch {
 	case len(dec.Drift) > 0:
-		d.metrics.drift(dec.Phase)
+		d.metrics.Drift(dec.Phase)
 		if ce := log.Check(zap.WarnLevel, "drift: repairing"); ce != nil {
 			observed := make([]string, len(dec.Drift))
 			for i, r := range dec.Drift {
@@ -1098,9 +1100,9 @@ func (d *phaseDriver[Spec, Status, S, P]) settledMoves(log *zap.Logger, key stri
 		case dec.Action == statemachine.Nothing:
 			result = "moot"
 		}
-		d.metrics.request(dec.Request, result)
+		d.metrics.Request(dec.Request, result)
 	case dec.Timer != "":
-		d.metrics.timer(dec.Timer)
+		d.metrics.Timer(dec.Timer)
 	}
 }
 
@@ -1117,20 +1119,20 @@ func until(now time.Time, d time.Duration, deadline time.Time) time.Duration {
 // the failure that caused it, if any) and a refusal that began.
 func (d *phaseDriver[Spec, Status, S, P]) report(ctx context.Context, log *zap.Logger, key string, intent S, read, next statemachine.Status[S, P], now time.Time) {
 	if next.Refused != nil && (read.Refused == nil || *read.Refused != *next.Refused) {
-		d.metrics.refused(next.Phase)
+		d.metrics.Refused(next.Phase)
 		log.Warn("intent refused", zap.Any("intent", next.Refused.Intent), zap.Any("phase", next.Phase),
 			zap.String("reason", next.Refused.Reason), zap.Any("serving", next.Target))
 	}
 	if next.Phase == read.Phase {
 		return
 	}
-	d.metrics.transition(key, read.Phase, next.Phase, now)
+	d.metrics.Transition(key, read.Phase, next.Phase, now)
 	if d.tracing != nil {
-		d.tracing.phaseChanged(ctx, read.Phase, next.Phase)
+		d.tracing.PhaseChanged(ctx, read.Phase, next.Phase)
 	}
 	failed := next.Failure != nil && (read.Failure == nil || !read.Failure.At.Equal(next.Failure.At))
 	if failed {
-		d.metrics.failed(read.Phase, next.Failure.Cause) // the reconcile's error says why
+		d.metrics.Failed(read.Phase, next.Failure.Cause) // the reconcile's error says why
 	}
 	if ce := log.Check(zap.InfoLevel, "phase changed"); ce != nil {
 		fields := []zap.Field{zap.Any("from", read.Phase), zap.Any("to", next.Phase), zap.Any("intent", intent)}
@@ -1239,8 +1241,8 @@ var errStepTimeout = errors.New("driver: step timed out")
 func (d *phaseDriver[Spec, Status, S, P]) run(ctx context.Context, obj *store.Object[Spec, Status], dec statemachine.Decision[S, P]) (out statemachine.Outcome, err error) {
 	if d.tracing != nil {
 		var span trace.Span
-		ctx, span = d.tracing.startStep(ctx, obj.Key, dec)
-		defer func() { endStep(span, out, err) }()
+		ctx, span = d.tracing.StartStep(ctx, obj.Key, dec)
+		defer func() { spans.EndStep(span, out, err) }()
 	}
 	if d.history != nil {
 		start := d.stepStarted(ctx, obj, dec)
@@ -1296,8 +1298,8 @@ func (d *phaseDriver[Spec, Status, S, P]) observe(ctx context.Context, obj *stor
 func (d *phaseDriver[Spec, Status, S, P]) callObserver(ctx context.Context, obj *store.Object[Spec, Status], phase P, condition string) (ok bool, reason string, err error) {
 	if d.tracing != nil {
 		var span trace.Span
-		ctx, span = d.tracing.startObserve(ctx, obj.Key, phase, condition)
-		defer func() { endObserve(span, ok, reason, err) }()
+		ctx, span = d.tracing.StartObserve(ctx, obj.Key, phase, condition)
+		defer func() { spans.EndObserve(span, ok, reason, err) }()
 	}
 	ok, reason, err = d.observers[condition](ctx, obj)
 	sc := d.scrubber(obj)

@@ -1,4 +1,9 @@
-package driver
+// Package phasemetrics holds the Prometheus series a driver exports for the
+// documents of one kind: phase transitions and time in each phase, the
+// documents per (intent, phase), step attempts, failures, refusals, drift
+// repairs, requests, timers, operator commands and paused documents. The
+// driver's documentation lists the series.
+package phasemetrics
 
 import (
 	"fmt"
@@ -14,11 +19,11 @@ import (
 // milliseconds to minutes, resting phases last hours.
 var phaseBuckets = prometheus.ExponentialBuckets(0.001, 4, 13)
 
-// phaseMetrics are the series of one driver, with the kind label bound and
+// Metrics are the series of one driver, with the kind label bound and
 // the series of every edge and phase of the machine made up front, so
-// recording a transition takes no label lookup. A nil *phaseMetrics records
+// recording a transition takes no label lookup. A nil *Metrics records
 // nothing (metrics off).
-type phaseMetrics[S, P comparable] struct {
+type Metrics[S, P comparable] struct {
 	collectors  []prometheus.Collector
 	transitions map[statemachine.Edge[P]]prometheus.Counter
 	durations   map[P]prometheus.Observer
@@ -57,9 +62,9 @@ type entered[P comparable] struct {
 	at    time.Time
 }
 
-// newPhaseMetrics registers the series of kind with reg. On failure it
+// New registers the series of kind with reg. On failure it
 // unregisters what it registered.
-func newPhaseMetrics[S, P comparable](reg prometheus.Registerer, kind string, m *statemachine.Machine[S, P]) (*phaseMetrics[S, P], error) {
+func New[S, P comparable](reg prometheus.Registerer, kind string, m *statemachine.Machine[S, P]) (*Metrics[S, P], error) {
 	labels := prometheus.Labels{"kind": kind}
 	transitions := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name:        "tend_phase_transitions_total",
@@ -72,7 +77,7 @@ func newPhaseMetrics[S, P comparable](reg prometheus.Registerer, kind string, m 
 		ConstLabels: labels,
 		Buckets:     phaseBuckets,
 	}, []string{"phase"})
-	pm := &phaseMetrics[S, P]{
+	pm := &Metrics[S, P]{
 		transitions: make(map[statemachine.Edge[P]]prometheus.Counter),
 		durations:   make(map[P]prometheus.Observer),
 		documents:   make(map[statemachine.Pair[S, P]]prometheus.Gauge),
@@ -158,9 +163,9 @@ func newPhaseMetrics[S, P comparable](reg prometheus.Registerer, kind string, m 
 	return pm, nil
 }
 
-// transition records that the document under key moved from one phase to
+// Transition records that the document under key moved from one phase to
 // another at now.
-func (pm *phaseMetrics[S, P]) transition(key string, from, to P, now time.Time) {
+func (pm *Metrics[S, P]) Transition(key string, from, to P, now time.Time) {
 	if pm == nil {
 		return
 	}
@@ -176,8 +181,8 @@ func (pm *phaseMetrics[S, P]) transition(key string, from, to P, now time.Time) 
 	}
 }
 
-// observe counts the document under key in (state, phase).
-func (pm *phaseMetrics[S, P]) observe(key string, state S, phase P) {
+// Observe counts the document under key in (state, phase).
+func (pm *Metrics[S, P]) Observe(key string, state S, phase P) {
 	if pm == nil {
 		return
 	}
@@ -198,8 +203,8 @@ func (pm *phaseMetrics[S, P]) observe(key string, state S, phase P) {
 	}
 }
 
-// step counts one step call.
-func (pm *phaseMetrics[S, P]) step(phase P, step string, out statemachine.Outcome) {
+// Step counts one step call.
+func (pm *Metrics[S, P]) Step(phase P, step string, out statemachine.Outcome) {
 	if pm == nil {
 		return
 	}
@@ -208,50 +213,50 @@ func (pm *phaseMetrics[S, P]) step(phase P, step string, out statemachine.Outcom
 	}
 }
 
-// failed counts an operation of phase given up for cause.
-func (pm *phaseMetrics[S, P]) failed(phase P, cause statemachine.Cause) {
+// Failed counts an operation of phase given up for cause.
+func (pm *Metrics[S, P]) Failed(phase P, cause statemachine.Cause) {
 	if pm != nil {
 		pm.failures.WithLabelValues(fmt.Sprint(phase), string(cause)).Inc()
 	}
 }
 
-// refused counts a refusal that began in phase.
-func (pm *phaseMetrics[S, P]) refused(phase P) {
+// Refused counts a refusal that began in phase.
+func (pm *Metrics[S, P]) Refused(phase P) {
 	if pm != nil {
 		pm.refusals.WithLabelValues(fmt.Sprint(phase)).Inc()
 	}
 }
 
-// drift counts drift found in phase.
-func (pm *phaseMetrics[S, P]) drift(phase P) {
+// Drift counts drift found in phase.
+func (pm *Metrics[S, P]) Drift(phase P) {
 	if pm != nil {
 		pm.drifts.WithLabelValues(fmt.Sprint(phase)).Inc()
 	}
 }
 
-// request counts a request acted on.
-func (pm *phaseMetrics[S, P]) request(name, result string) {
+// Request counts a request acted on.
+func (pm *Metrics[S, P]) Request(name, result string) {
 	if pm != nil {
 		pm.requests.WithLabelValues(name, result).Inc()
 	}
 }
 
-// timer counts a timer that fired.
-func (pm *phaseMetrics[S, P]) timer(name string) {
+// Timer counts a timer that fired.
+func (pm *Metrics[S, P]) Timer(name string) {
 	if pm != nil {
 		pm.timers.WithLabelValues(name).Inc()
 	}
 }
 
-// command counts an operator command carried out or refused.
-func (pm *phaseMetrics[S, P]) command(verb statemachine.Verb, result string) {
+// Command counts an operator command carried out or refused.
+func (pm *Metrics[S, P]) Command(verb statemachine.Verb, result string) {
 	if pm != nil {
 		pm.commands.WithLabelValues(string(verb), result).Inc()
 	}
 }
 
-// paused records whether the document under key was found paused.
-func (pm *phaseMetrics[S, P]) paused(key string, paused bool) {
+// Paused records whether the document under key was found paused.
+func (pm *Metrics[S, P]) Paused(key string, paused bool) {
 	if pm == nil {
 		return
 	}
@@ -272,12 +277,12 @@ func (pm *phaseMetrics[S, P]) paused(key string, paused bool) {
 	}
 }
 
-// forget drops what is known of the document under key, once it is gone.
-func (pm *phaseMetrics[S, P]) forget(key string) {
+// Forget drops what is known of the document under key, once it is gone.
+func (pm *Metrics[S, P]) Forget(key string) {
 	if pm == nil {
 		return
 	}
-	pm.paused(key, false)
+	pm.Paused(key, false)
 	pm.mu.Lock()
 	delete(pm.since, key)
 	prev, ok := pm.pairs[key]
