@@ -186,11 +186,11 @@ import (
 
 	"github.com/tendhq/tend/backends/memory"
 	"github.com/tendhq/tend/console"
-	"github.com/tendhq/tend/operator"
+	"github.com/tendhq/tend/registry"
 )
 
 func main() {
-	st, err := memory.New(memory.Config{Kinds: append([]string{"Server"}, operator.Kinds()...)})
+	st, err := memory.New(memory.Config{Kinds: append([]string{"Server"}, registry.Kinds()...)})
 	if err != nil {
 		log.Fatal(err)
 	}
