@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -173,7 +174,6 @@ func TestConfig(t *testing.T) {
 		name string
 		cfg  postgres.Config
 	}{
-		{"no kinds", postgres.Config{Pool: pool}},
 		{"bad kind", postgres.Config{Pool: pool, Kinds: []string{"widget"}}},
 		{"duplicate kind", postgres.Config{Pool: pool, Kinds: []string{"Widget", "Widget"}}},
 		{"no pool or URL", postgres.Config{Kinds: []string{"Widget"}}},
@@ -186,6 +186,28 @@ func TestConfig(t *testing.T) {
 				t.Fatal("New accepted the config")
 			}
 		})
+	}
+}
+
+// A store made with no kinds serves none until AddKinds gives them, which
+// takes only well-formed kinds and keeps those it holds.
+func TestAddKinds(t *testing.T) {
+	ctx := t.Context()
+	s := newStore(t, postgres.Config{Kinds: []string{}})
+	if _, err := s.Create(ctx, store.Document{Meta: store.Meta{Kind: "Widget", Key: "a"}}); !errors.Is(err, store.ErrUnknownKind) {
+		t.Fatalf("Create of a kind not added: %v, want ErrUnknownKind", err)
+	}
+	if err := s.AddKinds("widget"); err == nil {
+		t.Fatal("AddKinds took a malformed kind")
+	}
+	if err := s.AddKinds("Widget", "Gadget", "Widget"); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := s.Kinds(), []string{"Gadget", "Widget"}; !slices.Equal(got, want) {
+		t.Fatalf("Kinds() = %v, want %v", got, want)
+	}
+	if _, err := s.Create(ctx, store.Document{Meta: store.Meta{Kind: "Gadget", Key: "a"}}); err != nil {
+		t.Fatalf("Create of an added kind: %v", err)
 	}
 }
 
