@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
 
 	"github.com/tendhq/tend/expectations"
 	"github.com/tendhq/tend/informer"
@@ -18,40 +16,22 @@ var errCacheBehind = errors.New("driver: the cache has not caught up with the dr
 
 // cached is the cache a driver reads, and its read-your-writes gate.
 type cached struct {
-	cache atomic.Pointer[informer.Informer] // nil: the driver reads the store
-
-	mu     sync.Mutex                 // guards the fields below
-	ryw    *expectations.Gate[string] // the read-your-writes gate: made with the first cache, kept after
-	unhook func()                     // stops the cache feeding ryw; nil without a cache
+	cache *informer.Informer         // Config.Cache's informer of the kind; nil: the driver reads the store
+	ryw   *expectations.Gate[string] // fed by cache's revisions; nil without a cache
 }
 
 // useCache makes the driver read its documents from f's informer of its
 // kind, behind a read-your-writes gate fed by that informer's revisions.
+// New calls it once, before the driver is used.
 func (d *phaseDriver[Spec, Status, S, P]) useCache(f *informer.Factory) {
-	var inf *informer.Informer
-	if f != nil {
-		// The collection's kind is valid, so For cannot fail; if it did,
-		// the driver would read the store.
-		inf, _ = f.For(d.c.Kind())
+	inf, err := f.For(d.c.Kind())
+	if err != nil {
+		return // the collection's kind is valid, so For cannot fail; if it did, the driver would read the store
 	}
-	d.cached.mu.Lock()
-	defer d.cached.mu.Unlock()
-	if d.unhook != nil {
-		d.unhook()
-		d.unhook = nil
-	}
-	var gate *expectations.Gate[string]
-	if inf != nil {
-		if d.ryw == nil {
-			d.ryw = &expectations.Gate[string]{}
-		}
-		gate = d.ryw
-		d.unhook = inf.ObserveRevisions(gate.Observed)
-	}
-	d.echoes.mu.Lock()
-	d.echoes.gate = gate
-	d.echoes.mu.Unlock()
-	d.cache.Store(inf)
+	d.ryw = &expectations.Gate[string]{}
+	inf.ObserveRevisions(d.ryw.Observed)
+	d.echoes.gate = d.ryw
+	d.cache = inf
 }
 
 // read returns the document under key. With a cache and fresh unset, it
@@ -60,7 +40,7 @@ func (d *phaseDriver[Spec, Status, S, P]) useCache(f *informer.Factory) {
 // otherwise it reads the store. A document that is not there is an error
 // matching store.ErrNotFound.
 func (d *phaseDriver[Spec, Status, S, P]) read(ctx context.Context, key string, fresh bool) (*store.Object[Spec, Status], error) {
-	inf := d.cache.Load()
+	inf := d.cache
 	if inf == nil || fresh {
 		return d.c.Get(ctx, key)
 	}

@@ -633,7 +633,7 @@ func (d *phaseDriver[Spec, Status, S, P]) reconcile(ctx context.Context, key str
 				return controller.Result{}, err
 			}
 			w = unwritten[Status, S, P]{stored: d.machineStatus(obj), status: obj.Status,
-				cached: conflicts == 0 && d.cache.Load() != nil, moves: w.moves[:0]}
+				cached: conflicts == 0 && d.cache != nil, moves: w.moves[:0]}
 		}
 		pctx, plog, sc := d.redacting(ctx, log, obj)
 		next, p, res, err := d.pass(pctx, plog, obj, &w)
