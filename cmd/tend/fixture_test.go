@@ -191,14 +191,23 @@ func produce(t testing.TB, b store.Backend) {
 			}
 		}
 	}
+	// The manager records the machine beside its controllers as it starts,
+	// not before them: wait for it before stopping.
+	for {
+		if _, err := b.Get(ctx, registry.Kind, widgetKind); err == nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the manager did not record the machine")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 	run.stop()
 	// The recorder writes once the controller has stopped, so that every
 	// entry is written whatever the timing (a write in flight when its
 	// Run is cancelled drops its entries).
 	if n := run.rec.Flush(ctx); n > 0 {
 		t.Fatalf("the history recorder dropped %d entries", n)
-	}
-	if _, err := b.Get(ctx, registry.Kind, widgetKind); err != nil {
-		t.Fatalf("the manager did not record the machine: %v", err)
 	}
 }
