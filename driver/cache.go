@@ -34,18 +34,19 @@ func (d *phaseDriver[Spec, Status, S, P]) useCache(f *informer.Factory) {
 	d.cache = inf
 }
 
-// read returns the document under key. With a cache and fresh unset, it
-// reads the cache once the cache shows the driver's last write to key
+// read returns the document under key. With a cache that has listed and
+// fresh unset, it reads the cache once the cache shows the driver's last write to key
 // (waiting at most WaitInterval, then failing to be retried with backoff);
 // otherwise it reads the store. A document that is not there is an error
-// matching store.ErrNotFound.
-func (d *phaseDriver[Spec, Status, S, P]) read(ctx context.Context, key string, fresh bool) (*store.Object[Spec, Status], error) {
+// matching store.ErrNotFound. cached reports whether obj came from the cache.
+func (d *phaseDriver[Spec, Status, S, P]) read(ctx context.Context, key string, fresh bool) (_ *store.Object[Spec, Status], cached bool, _ error) {
 	inf := d.cache
-	if inf == nil || fresh {
-		return d.c.Get(ctx, key)
-	}
-	if err := inf.WaitForSync(ctx); err != nil {
-		return nil, err
+	if inf == nil || fresh || !inf.HasSynced() {
+		// A cache that has not listed yet, or does not run (a driver
+		// reconciled outside any run, as a test does), is not read: the
+		// driver's own source queues keys only once it has listed.
+		obj, err := d.c.Get(ctx, key)
+		return obj, false, err
 	}
 	if !d.ryw.Ready(key) {
 		// The cache lags behind the driver's last write: wait, but not
@@ -55,17 +56,18 @@ func (d *phaseDriver[Spec, Status, S, P]) read(ctx context.Context, key string, 
 		cancel()
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil, ctx.Err()
+				return nil, false, ctx.Err()
 			}
-			return nil, fmt.Errorf("%s %q: %w", d.c.Kind(), key, errCacheBehind)
+			return nil, false, fmt.Errorf("%s %q: %w", d.c.Kind(), key, errCacheBehind)
 		}
 	}
 	doc, ok := inf.Get(key)
 	if !ok {
-		return nil, &store.Error{Op: "get", Kind: d.c.Kind(), Key: key, Err: store.ErrNotFound}
+		return nil, false, &store.Error{Op: "get", Kind: d.c.Kind(), Key: key, Err: store.ErrNotFound}
 	}
 	// The cache's document is shared: the reconcile gets a copy of its own.
-	return d.c.Decode(doc.Clone())
+	obj, err := d.c.Decode(doc.Clone())
+	return obj, true, err
 }
 
 // confirm checks, before a step runs on obj read from the cache, that the

@@ -622,10 +622,13 @@ func (d *phaseDriver[Spec, Status, S, P]) reconcile(ctx context.Context, key str
 	conflicts := 0
 	for range maxPasses {
 		if obj == nil {
-			var err error
+			var (
+				err    error
+				cached bool
+			)
 			// The first read may come from the cache; one after a conflict
 			// goes to the store, which the cache may not have caught up with.
-			if obj, err = d.read(ctx, key, conflicts > 0); err != nil {
+			if obj, cached, err = d.read(ctx, key, conflicts > 0); err != nil {
 				if errors.Is(err, store.ErrNotFound) {
 					d.gone(key)
 					return controller.Result{}, nil
@@ -633,7 +636,7 @@ func (d *phaseDriver[Spec, Status, S, P]) reconcile(ctx context.Context, key str
 				return controller.Result{}, err
 			}
 			w = unwritten[Status, S, P]{stored: d.machineStatus(obj), status: obj.Status,
-				cached: conflicts == 0 && d.cache != nil, moves: w.moves[:0]}
+				cached: cached, moves: w.moves[:0]}
 		}
 		pctx, plog, sc := d.redacting(ctx, log, obj)
 		next, p, res, err := d.pass(pctx, plog, obj, &w)

@@ -490,3 +490,37 @@ func TestDriverReadsItsCache(t *testing.T) {
 		})
 	}
 }
+
+// A driver given a cache that does not run (reconciled outside any run, as
+// a test does) reads the store instead of waiting for the cache to list.
+func TestDriverReadsTheStoreUntilItsCacheListed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		o := newObserved(t, "ApiGateway")
+		fx := newGWFixtureOn(t, o.Store, o)
+		f, err := informer.NewFactory(o, informer.FactoryConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := fx.config()
+		cfg.Cache = f // never run
+		d := fx.driver(t, cfg)
+		fx.create(t, "gw", gwRunning)
+		done := make(chan error, 1)
+		go func() {
+			_, err := d.Reconcile(t.Context(), "gw")
+			done <- err
+		}()
+		synctest.Wait()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		default:
+			t.Fatal("Reconcile waits for a cache that does not run")
+		}
+		if got := fx.get(t, "gw").Status.Phase; got != phStarted {
+			t.Errorf("phase %v after a reconcile on the store, want Started", got)
+		}
+	})
+}
