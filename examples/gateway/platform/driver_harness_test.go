@@ -55,7 +55,20 @@ func gatewayHarness(t testing.TB) drivertest.Config[GatewaySpec, GatewayStatus, 
 					if err != nil {
 						return nil, err
 					}
-					return []*controller.Controller{q.manager.Controller(DomainController)}, nil
+					// The domain controller reads the cache of q's manager, which
+					// runs while that manager does; here a controller of its own
+					// runs it, beside the domain controller.
+					cache, err := controller.New(controller.Config{
+						Name:       "domain-cache",
+						Reconciler: controller.ReconcilerFunc(func(context.Context, string) (controller.Result, error) { return controller.Result{}, nil }),
+						Sources: []controller.Source{controller.SourceFunc(func(ctx context.Context, _ controller.Enqueuer) error {
+							return q.manager.Cache(b).Run(ctx)
+						})},
+					})
+					if err != nil {
+						return nil, err
+					}
+					return []*controller.Controller{q.manager.Controller(DomainController), cache}, nil
 				},
 				Invariant: func(ctx context.Context, id string, gw *Gateway) error {
 					err := CheckOrder(sim.Ops())
