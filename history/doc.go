@@ -15,23 +15,40 @@
 // created again under the same key starts a new history. The backend must be configured with the history
 // kinds: see [Kinds].
 //
-// # Retention
+// # Retention: the story first
 //
 // A history keeps at most [RecorderConfig.MaxEntries] entries (default
 // [DefaultMaxEntries]) and none older than [RecorderConfig.MaxAge] (default
-// [DefaultMaxAge]): each write drops the entries past the age, then the
-// oldest beyond the count. Each text field of an entry is cut to
-// [MaxFieldLen] bytes, so a history document stays well below the size
-// limits of etcd and the Kubernetes API.
+// [DefaultMaxAge]): each write drops the entries past the age, then, beyond
+// the count, the oldest routine entries ([Entry.Routine]: step starts and
+// step ends that did not fail), then the oldest. Transitions, failures,
+// refusals, requests, timers and operator actions so outlive polls. Polls
+// of one step that end alike, one after the other, collapse into one
+// start and one end whose [Entry.Count] counts them, from [Entry.First] to
+// [Entry.Time]. Each text field of an entry is cut to [MaxFieldLen] bytes,
+// so a history document stays well below the size limits of etcd and the
+// Kubernetes API.
 //
-// # Writing never holds up a reconcile
+// # Writing loses nothing while the store is up
 //
-// A [Recorder] takes entries into a bounded buffer and returns at once;
-// [Recorder.Run] writes them, batched per document, one write per document
-// per [RecorderConfig.FlushInterval]. An entry that finds the buffer full,
-// or whose write fails (after retries on conflicts), is dropped and counted
-// in tend_history_entries_dropped_total, by reason; history is best effort,
-// and a store that fails costs history, never progress.
+// Every entry carries an [Entry.ID], and a write adds no entry whose id the
+// history holds, or held lately (the ids of the last 256 entries it let
+// go): an entry written again, after a write that was stored but reported
+// failed, is kept once. The outcome of an operator command carries the id
+// [OutcomeID] whichever replica records it, its issuing [IssuedID]. A
+// write that conflicts with another writer's is tried again with jittered
+// backoff (from 5 ms, doubling up to a second) for as long as its context
+// lasts.
+//
+// A [Recorder] takes entries into a bounded buffer and returns at once, so
+// writing never holds up a reconcile; [Recorder.Run] writes them, batched
+// per document, one write per document per [RecorderConfig.FlushInterval].
+// The entries of a write that failed wait in the buffer for the next. An
+// entry is dropped only when the buffer is full (routine entries first),
+// when the store refuses it for good (an unknown kind), or when it is still
+// unwritten as Run returns; each drop is counted in
+// tend_history_entries_dropped_total, by reason, and logged, once per
+// flush. A store that fails costs history, never progress.
 //
 // # Reading
 //

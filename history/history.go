@@ -70,8 +70,19 @@ const (
 
 // Entry is one event in the life of a document.
 type Entry struct {
-	// Time is when the event happened, by the recording replica's clock.
+	// ID identifies the entry: writing an entry again under its ID
+	// changes nothing. [Recorder.Record] and [Recorder.Append] give an
+	// entry without one a random ID; see also [OutcomeID] and [IssuedID].
+	ID string `json:"id,omitempty"`
+	// Time is when the event happened, by the recording replica's clock;
+	// for polls collapsed into one entry, when the last ended.
 	Time time.Time `json:"time"`
+	// Count is how many polls of a step that ended alike the entry stands
+	// for (see [Entry.Times]): zero or one for a single event.
+	Count int `json:"count,omitempty"`
+	// First is when the first of the polls the entry stands for ended; zero
+	// for a single event.
+	First time.Time `json:"first,omitzero"`
 	// Type says what happened and which fields are set.
 	Type Type `json:"type"`
 	// ReconcileID is the id of the reconcile that recorded the entry, the
@@ -115,6 +126,10 @@ func (e Entry) String() string {
 		add("attempt", strconv.Itoa(e.Attempt))
 	}
 	add("outcome", e.Outcome)
+	if e.Count > 1 {
+		add("times", strconv.Itoa(e.Count))
+		add("since", e.First.UTC().Format(time.RFC3339Nano))
+	}
 	if e.Duration > 0 {
 		add("took", e.Duration.String())
 	}
@@ -138,7 +153,7 @@ const MaxFieldLen = 1024
 
 // bound cuts e's text fields to MaxFieldLen.
 func (e *Entry) bound() {
-	for _, f := range []*string{&e.Intent, &e.Phase, &e.To, &e.Operation, &e.Step, &e.Outcome, &e.Name, &e.Cause, &e.Reason, &e.Error, &e.ReconcileID, &e.TraceID, &e.Replica, &e.Actor, &e.Command} {
+	for _, f := range []*string{&e.ID, &e.Intent, &e.Phase, &e.To, &e.Operation, &e.Step, &e.Outcome, &e.Name, &e.Cause, &e.Reason, &e.Error, &e.ReconcileID, &e.TraceID, &e.Replica, &e.Actor, &e.Command} {
 		if len(*f) > MaxFieldLen {
 			cut := MaxFieldLen - len("…")
 			for cut > 0 && (*f)[cut]&0xC0 == 0x80 { // not inside a UTF-8 sequence
@@ -149,9 +164,11 @@ func (e *Entry) bound() {
 	}
 }
 
-// log is the Spec of a history document.
+// log is the Spec of a history document: its entries, oldest first, and
+// the ids of the entries it no longer holds (see story).
 type log struct {
-	Entries []Entry `json:"entries"`
+	Entries []Entry  `json:"entries"`
+	Gone    []string `json:"gone,omitempty"`
 }
 
 // Reader reads histories.

@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/tendhq/tend/internal/wait"
 	"github.com/tendhq/tend/store"
 )
 
@@ -33,15 +35,23 @@ const (
 
 // Values of the reason label of tend_history_entries_dropped_total.
 const (
-	// DropBufferFull counts entries recorded while the buffer was full.
+	// DropBufferFull counts entries pushed out of a full buffer (routine
+	// entries first: see [Entry.Routine]): recorded faster than the store
+	// took them, or waiting while the store was unreachable.
 	DropBufferFull = "buffer_full"
-	// DropWriteFailed counts entries whose write to the store failed.
+	// DropWriteFailed counts entries the store refused for good (an
+	// unknown kind, an invalid document) and entries still unwritten when
+	// [Recorder.Run] returned.
 	DropWriteFailed = "write_failed"
 )
 
-// writeAttempts is how many times a history write is tried when it
-// conflicts with another writer.
-const writeAttempts = 3
+// A history write that conflicts with another writer's is tried again
+// after a pause drawn around a backoff that starts at firstBackoff and
+// doubles up to maxBackoff, for as long as its context lasts.
+const (
+	firstBackoff = 5 * time.Millisecond
+	maxBackoff   = time.Second
+)
 
 // shutdownFlushTimeout bounds the last write of [Recorder.Run].
 const shutdownFlushTimeout = 5 * time.Second
@@ -114,10 +124,11 @@ type Recorder struct {
 
 	wake chan struct{} // capacity 1: entries wait
 
-	mu      sync.Mutex // guards pending, drops and written
-	pending []pendingEntry
-	drops   map[string]uint64 // by reason
-	written uint64
+	mu       sync.Mutex // guards pending, drops, unlogged and written
+	pending  []pendingEntry
+	drops    map[string]uint64 // by reason
+	unlogged map[string]uint64 // drops not yet logged, by reason
+	written  uint64
 }
 
 // pendingEntry is an entry waiting to be written.
@@ -144,6 +155,7 @@ func NewRecorder(b store.Backend, cfg RecorderConfig) (*Recorder, error) {
 		replica:    cfg.Replica,
 		wake:       make(chan struct{}, 1),
 		drops:      map[string]uint64{},
+		unlogged:   map[string]uint64{},
 	}
 	r.log = cmp.Or(cfg.Logger, zap.NewNop()).Named("history")
 	if cfg.Metrics != nil {
@@ -170,27 +182,51 @@ func (r *Recorder) wrote(n int) {
 
 // Record adds e to the history of the document of kind and key whose UID is
 // uid, to be written by [Recorder.Run]. It never blocks: when the buffer is
-// full, e is dropped and counted. A zero e.Time is set to now, and an empty
-// e.Replica to the configured replica.
+// full, the oldest routine entry waiting ([Entry.Routine]), or else the
+// oldest entry, is dropped and counted. A zero e.Time is set to now, an
+// empty e.Replica to the configured replica, and an empty e.ID to a new id.
 func (r *Recorder) Record(kind, key, uid string, e Entry) {
 	e = r.prepare(e)
 	r.mu.Lock()
-	if len(r.pending) >= r.bufferSize {
-		r.mu.Unlock()
-		r.drop(DropBufferFull, 1)
-		return
-	}
 	r.pending = append(r.pending, pendingEntry{kind: kind, key: key, uid: uid, e: e})
+	r.trim()
 	r.mu.Unlock()
+	r.signal()
+}
+
+// signal wakes Run: entries wait.
+func (r *Recorder) signal() {
 	select {
 	case r.wake <- struct{}{}:
 	default:
 	}
 }
 
-// prepare returns e with its Time (now) and Replica set when empty, and
-// its text fields bounded.
+// trim drops entries from pending, routine ones first and oldest first,
+// until it fits the buffer. r.mu is held.
+func (r *Recorder) trim() {
+	over := len(r.pending) - r.bufferSize
+	if over <= 0 {
+		return
+	}
+	dropped := over
+	r.pending = slices.DeleteFunc(r.pending, func(p pendingEntry) bool {
+		if over > 0 && p.e.Routine() {
+			over--
+			return true
+		}
+		return false
+	})
+	r.pending = slices.Delete(r.pending, 0, over)
+	r.dropLocked(DropBufferFull, dropped)
+}
+
+// prepare returns e with its ID, Time (now) and Replica set when empty,
+// and its text fields bounded.
 func (r *Recorder) prepare(e Entry) Entry {
+	if e.ID == "" {
+		e.ID = newID()
+	}
 	if e.Time.IsZero() {
 		e.Time = time.Now()
 	}
@@ -209,14 +245,19 @@ func (r *Recorder) Dropped(reason string) uint64 {
 	return r.drops[reason]
 }
 
-func (r *Recorder) drop(reason string, n int) {
-	r.mu.Lock()
-	r.drops[reason] += uint64(n)
-	r.mu.Unlock()
+// dropLocked counts n entries dropped for reason. r.mu is held.
+func (r *Recorder) dropLocked(reason string, n int) {
+	if n > 0 {
+		r.drops[reason] += uint64(n)
+		r.unlogged[reason] += uint64(n)
+	}
 }
 
 // Run writes the entries recorded until ctx ends, then writes those left
-// (for at most 5 seconds) and returns nil. Run one Run per recorder.
+// (for at most 5 seconds), drops and counts those it could not write, and
+// returns nil. Entries whose write failed while the store was unreachable
+// wait in the buffer and are tried again after the flush interval. Run
+// one Run per recorder.
 func (r *Recorder) Run(ctx context.Context) error {
 	pause := time.NewTimer(0)
 	defer pause.Stop()
@@ -230,6 +271,11 @@ func (r *Recorder) Run(ctx context.Context) error {
 			last, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownFlushTimeout)
 			defer cancel()
 			r.Flush(last)
+			r.mu.Lock()
+			r.dropLocked(DropWriteFailed, len(r.pending))
+			r.pending = nil
+			r.mu.Unlock()
+			r.logDrops(nil)
 			return nil
 		}
 		flushCtx, endFlush := graceful(ctx)
@@ -264,15 +310,17 @@ func graceful(ctx context.Context) (context.Context, context.CancelFunc) {
 }
 
 // Flush writes every entry waiting now, one write per document, and
-// returns how many were dropped because their write failed.
-func (r *Recorder) Flush(ctx context.Context) (dropped int) {
+// returns how many it could not write. A write that conflicts with another
+// writer's is tried again, with backoff, until ctx ends. The entries of a
+// write the store refused for good are dropped and counted
+// ([DropWriteFailed]); those of another failed write (the store
+// unreachable, ctx ended) wait in the buffer for the next flush. Drops are
+// logged once per flush.
+func (r *Recorder) Flush(ctx context.Context) (unwritten int) {
 	r.mu.Lock()
 	batch := r.pending
 	r.pending = nil
 	r.mu.Unlock()
-	if len(batch) == 0 {
-		return 0
-	}
 	type target struct{ kind, key string }
 	byDoc := map[target][]pendingEntry{}
 	var order []target
@@ -283,29 +331,68 @@ func (r *Recorder) Flush(ctx context.Context) (dropped int) {
 		}
 		byDoc[t] = append(byDoc[t], p)
 	}
-	var firstErr error
+	var (
+		firstErr error
+		retry    []pendingEntry
+		refused  int
+	)
 	for _, t := range order {
 		ps := byDoc[t]
-		if err := r.write(ctx, t.kind, t.key, ps); err != nil {
-			dropped += len(ps)
-			firstErr = cmp.Or(firstErr, err)
+		err := r.write(ctx, t.kind, t.key, ps, false)
+		switch {
+		case err == nil:
+			r.wrote(len(ps))
 			continue
+		case refusedForGood(err):
+			refused += len(ps)
+		default:
+			retry = append(retry, ps...)
 		}
-		r.wrote(len(ps))
+		unwritten += len(ps)
+		firstErr = cmp.Or(firstErr, err)
 	}
-	if dropped > 0 {
-		r.drop(DropWriteFailed, dropped)
-		r.log.Warn("history entries dropped: write failed", zap.Int("dropped", dropped), zap.Error(firstErr))
+	r.mu.Lock()
+	r.dropLocked(DropWriteFailed, refused)
+	if len(retry) > 0 {
+		r.pending = append(retry, r.pending...)
+		r.trim()
 	}
-	return dropped
+	r.mu.Unlock()
+	if len(retry) > 0 {
+		r.signal()
+	}
+	r.logDrops(firstErr)
+	return unwritten
+}
+
+// logDrops logs the entries dropped since it last did, if any, by reason,
+// with err, the first write error of the flush.
+func (r *Recorder) logDrops(err error) {
+	r.mu.Lock()
+	full, failed := r.unlogged[DropBufferFull], r.unlogged[DropWriteFailed]
+	clear(r.unlogged)
+	r.mu.Unlock()
+	if full+failed > 0 {
+		r.log.Warn("history entries dropped", zap.Uint64(DropBufferFull, full), zap.Uint64(DropWriteFailed, failed), zap.Error(err))
+	}
+}
+
+// refusedForGood reports whether a write failed with err would fail again.
+func refusedForGood(err error) bool {
+	var enc *json.UnsupportedValueError
+	return errors.Is(err, store.ErrUnknownKind) || errors.Is(err, store.ErrInvalid) || errors.As(err, &enc)
 }
 
 // Append writes entries to the history of the document of kind, key and
 // uid now, with the recorder's retention, and returns when they are stored.
 // It is for writers that must know their entry is recorded, such as an
 // operator's action; a controller's entries go through [Recorder.Record].
-// Entries without a Time get the current time; entries are bounded like
-// recorded ones, and carry the recorder's replica.
+// Entries without a Time get the current time, those without an ID a new
+// one; entries are bounded like recorded ones, and carry the recorder's
+// replica. A write that fails, unless refused for good (an unknown kind,
+// an invalid document), is tried again with backoff until ctx ends; an
+// entry already stored under its ID is not stored again, so a write stored
+// but reported failed, tried again, keeps one of each entry.
 func (r *Recorder) Append(ctx context.Context, kind, key, uid string, entries ...Entry) error {
 	ps := make([]pendingEntry, len(entries))
 	for i, e := range entries {
@@ -314,15 +401,17 @@ func (r *Recorder) Append(ctx context.Context, kind, key, uid string, entries ..
 	if len(ps) == 0 {
 		return nil
 	}
-	if err := r.write(ctx, kind, key, ps); err != nil {
+	if err := r.write(ctx, kind, key, ps, true); err != nil {
 		return fmt.Errorf("history of %s %q: %w", kind, key, err)
 	}
 	r.wrote(len(ps))
 	return nil
 }
 
-// write appends ps, entries of one document, to its history.
-func (r *Recorder) write(ctx context.Context, kind, key string, ps []pendingEntry) error {
+// write appends ps, entries of one document, to its history, trying
+// again until ctx ends after a conflict with another writer or, when
+// persist is set, after any failure but a refusal for good.
+func (r *Recorder) write(ctx context.Context, kind, key string, ps []pendingEntry, persist bool) error {
 	uid := ps[len(ps)-1].uid
 	entries := make([]Entry, 0, len(ps))
 	for _, p := range ps {
@@ -330,60 +419,63 @@ func (r *Recorder) write(ctx context.Context, kind, key string, ps []pendingEntr
 			entries = append(entries, p.e)
 		}
 	}
+	slices.SortStableFunc(entries, func(a, b Entry) int { return a.Time.Compare(b.Time) })
+	backoff := firstBackoff
+	for {
+		err := r.writeOnce(ctx, kind, key, uid, entries)
+		conflict := errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrAlreadyExists)
+		if err == nil || !conflict && (!persist || refusedForGood(err)) {
+			return err
+		}
+		if werr := wait.Sleep(ctx, backoff/2+rand.N(backoff)); werr != nil {
+			return errors.Join(err, werr)
+		}
+		backoff = min(2*backoff, maxBackoff)
+	}
+}
+
+// writeOnce reads the history of the document, adds entries and writes it,
+// conditional on the revision read.
+func (r *Recorder) writeOnce(ctx context.Context, kind, key, uid string, entries []Entry) error {
 	hk := KindFor(kind)
-	var err error
-	for range writeAttempts {
-		var doc store.Document
-		doc, err = r.b.Get(ctx, hk, key)
-		if errors.Is(err, store.ErrNotFound) {
-			doc = store.Document{Meta: store.Meta{Kind: hk, Key: key, Owners: owners(kind, key, uid)}}
-			if doc.Spec, err = r.encode(nil, entries); err != nil {
-				return err
-			}
-			if _, err = r.b.Create(ctx, doc); errors.Is(err, store.ErrAlreadyExists) {
-				continue
-			}
+	doc, err := r.b.Get(ctx, hk, key)
+	if errors.Is(err, store.ErrNotFound) {
+		doc = store.Document{Meta: store.Meta{Kind: hk, Key: key, Owners: owners(kind, key, uid)}}
+		if doc.Spec, err = r.encode(log{}, entries); err != nil {
 			return err
 		}
-		if err != nil {
-			return err
-		}
-		var l log
-		if json.Unmarshal(doc.Spec, &l) != nil {
-			l.Entries = nil // unreadable: start again
-		}
-		if uid != "" && !slices.Equal(doc.Meta.Owners, owners(kind, key, uid)) {
-			// The document was created again under the key: a new life,
-			// a new history.
-			l.Entries = nil
-			doc.Meta.Owners = owners(kind, key, uid)
-		}
-		if doc.Spec, err = r.encode(l.Entries, entries); err != nil {
-			return err
-		}
-		if _, err = r.b.UpdateSpec(ctx, doc); errors.Is(err, store.ErrConflict) {
-			continue
-		}
+		_, err = r.b.Create(ctx, doc)
 		return err
 	}
+	if err != nil {
+		return err
+	}
+	var l log
+	if json.Unmarshal(doc.Spec, &l) != nil {
+		l = log{} // unreadable: start again
+	}
+	if uid != "" && !slices.Equal(doc.Meta.Owners, owners(kind, key, uid)) {
+		// The document was created again under the key: a new life,
+		// a new history.
+		l = log{}
+		doc.Meta.Owners = owners(kind, key, uid)
+	}
+	if doc.Spec, err = r.encode(l, entries); err != nil {
+		return err
+	}
+	_, err = r.b.UpdateSpec(ctx, doc)
 	return err
 }
 
-// encode returns the history made of old and added, in time order, with
-// the retention rule applied.
-func (r *Recorder) encode(old, added []Entry) ([]byte, error) {
-	all := append(old, added...)
-	slices.SortStableFunc(all, func(a, b Entry) int { return a.Time.Compare(b.Time) })
-	cutoff := time.Now().Add(-r.maxAge)
-	keep := slices.IndexFunc(all, func(e Entry) bool { return !e.Time.Before(cutoff) })
-	if keep < 0 {
-		keep = len(all)
+// encode returns the history l with added, entries in time order, added
+// to it (see story.add) and the retention rule applied.
+func (r *Recorder) encode(l log, added []Entry) ([]byte, error) {
+	s := story{entries: l.Entries, gone: l.Gone}
+	for _, e := range added {
+		s.add(e)
 	}
-	all = all[keep:]
-	if len(all) > r.maxEntries {
-		all = all[len(all)-r.maxEntries:]
-	}
-	return json.Marshal(log{Entries: all})
+	s.retain(time.Now().Add(-r.maxAge), r.maxEntries)
+	return json.Marshal(log{Entries: s.entries, Gone: s.gone})
 }
 
 // owners returns the owner references of the history of a document.

@@ -17,7 +17,13 @@ import (
 
 const kind = "Gateway"
 
-func newStore(t *testing.T) *memory.Store {
+// tb is what the helpers need of a *testing.T or a *rapid.T.
+type tb interface {
+	Helper()
+	Fatal(args ...any)
+}
+
+func newStore(t tb) *memory.Store {
 	t.Helper()
 	b, err := memory.New(memory.Config{Kinds: append([]string{kind}, history.Kinds(kind)...)})
 	if err != nil {
@@ -26,18 +32,18 @@ func newStore(t *testing.T) *memory.Store {
 	return b
 }
 
-func create(t *testing.T, b store.Backend, key string) store.Document {
+func create(t tb, b store.Backend, key string) store.Document {
 	t.Helper()
-	doc, err := b.Create(t.Context(), store.Document{Meta: store.Meta{Kind: kind, Key: key}, Spec: []byte(`{}`)})
+	doc, err := b.Create(context.Background(), store.Document{Meta: store.Meta{Kind: kind, Key: key}, Spec: []byte(`{}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return doc
 }
 
-func read(t *testing.T, b store.Backend, key string) []history.Entry {
+func read(t tb, b store.Backend, key string) []history.Entry {
 	t.Helper()
-	entries, err := history.NewReader(b).History(t.Context(), kind, key)
+	entries, err := history.NewReader(b).History(context.Background(), kind, key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,44 +157,69 @@ func TestDropsCounted(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for range 6 { // two find the buffer full
-			rec.Record(kind, "gw", doc.Meta.UID, history.Entry{Type: history.StepStarted})
+		rec.Record(kind, "gw", doc.Meta.UID, history.Entry{Type: history.Transition, To: "A"})
+		for i := range 4 { // two routine entries are pushed out of the buffer
+			rec.Record(kind, "gw", doc.Meta.UID, history.Entry{Type: history.StepStarted, Step: fmt.Sprint(i)})
 		}
+		rec.Record(kind, "gw", doc.Meta.UID, history.Entry{Type: history.Transition, To: "B"})
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
 		done := make(chan error, 1)
 		go func() { done <- rec.Run(ctx) }()
 		synctest.Wait()
-		if got := rec.Dropped(history.DropBufferFull); got != 2 {
-			t.Errorf("dropped for a full buffer: %d, want 2", got)
-		}
-		if got := rec.Dropped(history.DropWriteFailed); got != 4 {
-			t.Errorf("dropped for failed writes: %d, want 4", got)
-		}
-		if got, want := stats(), (history.RecorderStats{DroppedBufferFull: 2, DroppedWriteFailed: 4}); got != want {
-			t.Errorf("stats %+v, want %+v", got, want)
+		if got, want := stats(), (history.RecorderStats{DroppedBufferFull: 2}); got != want {
+			t.Errorf("while the store is down: stats %+v, want %+v (the failed write waits)", got, want)
 		}
 
-		// The store is back: the next entries are written after the pause.
+		// The store is back: the waiting entries are written after the pause;
+		// a routine one makes room for the next.
 		b.fail = false
-		rec.Record(kind, "gw", doc.Meta.UID, history.Entry{Type: history.StepEnded})
+		rec.Record(kind, "gw", doc.Meta.UID, history.Entry{Type: history.StepEnded, Step: "3"})
 		time.Sleep(history.DefaultFlushInterval)
 		synctest.Wait()
-		if got := read(t, mem, "gw"); len(got) != 1 || got[0].Type != history.StepEnded {
+		got := read(t, mem, "gw")
+		if len(got) != 4 || got[0].To != "A" || steps(got) != ",3,,3" {
 			t.Fatalf("after the store came back: %v", got)
 		}
 
-		// Entries left when Run stops are written on the way out.
+		// Entries left when Run stops are written on the way out; those the
+		// store refuses are dropped.
 		rec.Record(kind, "gw", doc.Meta.UID, history.Entry{Type: history.Transition})
+		rec.Record("Unknown", "gw", doc.Meta.UID, history.Entry{Type: history.Transition})
 		cancel()
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
-		if got := read(t, mem, "gw"); len(got) != 2 {
-			t.Fatalf("after Run stopped: %v, want 2 entries", got)
+		if got := read(t, mem, "gw"); len(got) != 5 {
+			t.Fatalf("after Run stopped: %v, want 5 entries", got)
 		}
-		if got := stats().Written; got != 2 {
-			t.Errorf("%d entries counted written, want 2", got)
+		if got, want := stats(), (history.RecorderStats{Written: 5, DroppedBufferFull: 3, DroppedWriteFailed: 1}); got != want {
+			t.Errorf("stats %+v, want %+v", got, want)
+		}
+	})
+}
+
+// TestUnwrittenAtStopDropped stops a recorder while the store is down: the
+// entries it could not write are dropped and counted.
+func TestUnwrittenAtStopDropped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := newStore(t)
+		doc := create(t, mem, "gw")
+		rec, err := history.NewRecorder(&failing{Backend: mem, fail: true}, history.RecorderConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec.Record(kind, "gw", doc.Meta.UID, history.Entry{Type: history.Transition})
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- rec.Run(ctx) }()
+		time.Sleep(10 * time.Second)
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if got := rec.Dropped(history.DropWriteFailed); got != 1 {
+			t.Fatalf("%d dropped for a failed write, want 1", got)
 		}
 	})
 }

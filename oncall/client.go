@@ -51,10 +51,14 @@ const (
 	ActionRemoveFinalizer = "remove-finalizer"
 )
 
-// writeAttempts is how many times an action is tried when its write
-// conflicts with another writer (usually the controller): about ten
-// seconds of backing off.
-const writeAttempts = 10
+// An action whose write conflicts with another writer's (usually the
+// controller) is tried again after a pause drawn around a backoff that
+// starts at firstBackoff and doubles up to maxBackoff, for as long as its
+// context lasts.
+const (
+	firstBackoff = 10 * time.Millisecond
+	maxBackoff   = time.Second
+)
 
 // historyWait bounds how long [Client.Wait] waits, once its command left
 // the document's status, for the controller's history entry about it: the
@@ -416,7 +420,7 @@ func (c *Client) command(ctx context.Context, kind, key string, cmd statemachine
 		}
 		cmd.ID = commandID(o, cmd.At)
 		return true, setField(st, "commands", append(slices.Clone(o.Commands), cmd))
-	}, func(e *history.Entry) { e.Command = cmd.ID })
+	}, func(e *history.Entry) { e.ID, e.Command = history.IssuedID(cmd.ID), cmd.ID })
 	if err != nil {
 		return statemachine.Command{}, err
 	}
@@ -478,22 +482,21 @@ func (c *Client) act(ctx context.Context, kind, key string, e history.Entry, edi
 	return c.record(ctx, kind, key, doc.Meta.UID, e)
 }
 
-// retry runs write until it does not fail with store.ErrConflict, at most
-// writeAttempts times, backing off between attempts (from 10ms, doubling,
-// jittered) so that a busy controller's writes get through.
+// retry runs write until it does not fail with store.ErrConflict, or ctx
+// ends, backing off between attempts (jittered, from firstBackoff doubling
+// up to maxBackoff) so that a busy controller's writes get through.
 func (c *Client) retry(ctx context.Context, write func() error) error {
-	var err error
-	backoff := 10 * time.Millisecond
-	for range writeAttempts {
-		if err = write(); !errors.Is(err, store.ErrConflict) {
+	backoff := firstBackoff
+	for {
+		err := write()
+		if !errors.Is(err, store.ErrConflict) {
 			return err
 		}
 		if werr := wait.Sleep(ctx, backoff/2+rand.N(backoff)); werr != nil {
 			return errors.Join(err, werr)
 		}
-		backoff *= 2
+		backoff = min(2*backoff, maxBackoff)
 	}
-	return err
 }
 
 // record appends an operator entry to the document's history: a store that

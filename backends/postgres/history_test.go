@@ -12,6 +12,7 @@ import (
 	"github.com/tendhq/tend/cascade"
 	"github.com/tendhq/tend/controller"
 	"github.com/tendhq/tend/history"
+	"github.com/tendhq/tend/internal/contention"
 	"github.com/tendhq/tend/store"
 )
 
@@ -58,7 +59,8 @@ func TestDocumentHistory(t *testing.T) {
 	recA.Record("Widget", "team/w-1", doc.Meta.UID, history.Entry{Time: start.Add(2 * time.Millisecond), Type: history.StepEnded, Step: "one", Outcome: "done"})
 	waitHistory(t, b, func(es []history.Entry) bool { return len(es) == 3 })
 
-	// The other replica appends; the oldest entry goes (MaxEntries 4).
+	// The other replica appends; the oldest routine entry goes (MaxEntries
+	// 4), the first transition stays.
 	recB.Record("Widget", "team/w-1", doc.Meta.UID, history.Entry{Time: start.Add(3 * time.Millisecond), Type: history.Transition, Phase: "Created", To: "Starting"})
 	recB.Record("Widget", "team/w-1", doc.Meta.UID, history.Entry{Time: start.Add(4 * time.Millisecond), Type: history.StepStarted, Step: "two"})
 	es := waitHistory(t, a, func(es []history.Entry) bool { return len(es) == 4 && es[3].Step == "two" })
@@ -66,8 +68,8 @@ func TestDocumentHistory(t *testing.T) {
 	for _, e := range es {
 		replicas = append(replicas, e.Replica)
 	}
-	if !slices.Equal(replicas, []string{"a", "a", "b", "b"}) || es[0].Type != history.StepStarted {
-		t.Fatalf("history %v, want the newest four, two by each replica", es)
+	if !slices.Equal(replicas, []string{"a", "a", "b", "b"}) || es[0].Type != history.Transition || es[1].Type != history.StepEnded {
+		t.Fatalf("history %v, want all but the oldest step start, two by each replica", es)
 	}
 
 	// The document goes; the collector takes its history with it.
@@ -104,5 +106,22 @@ func waitHistory(t *testing.T, s store.Reader, ok func([]history.Entry) bool) []
 			t.Fatalf("history %v never came", es)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestHistoryContention: 6 operators × 8 commands × 2 replicas on one
+// document on PostgreSQL, every command's issued and outcome entries in its
+// history exactly once; then again with every third history write stored
+// but reported failed.
+func TestHistoryContention(t *testing.T) {
+	sized := contention.Config{Operators: 6, Commands: 8, Replicas: 2, Timeout: 2 * time.Minute}
+	start := time.Now()
+	if err := contention.Check(t.Context(), newStore(t, postgres.Config{Kinds: contention.Kinds(), Logger: nopLogger}), sized); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d operators × %d commands × %d replicas: %v", sized.Operators, sized.Commands, sized.Replicas, time.Since(start))
+	lying := &contention.Lying{Backend: newStore(t, postgres.Config{Kinds: contention.Kinds(), Logger: nopLogger}), Every: 3}
+	if err := contention.Check(t.Context(), lying, sized); err != nil {
+		t.Fatalf("with history writes stored but reported failed: %v", err)
 	}
 }
