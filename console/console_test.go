@@ -141,6 +141,35 @@ func TestPages(t *testing.T) {
 	}
 }
 
+// TestConditionsShowWhereObserved lights a lamp: its condition "lit",
+// observed while Brightening, is shown as observed there, and stale once
+// the lamp is Lit.
+func TestConditionsShowWhereObserved(t *testing.T) {
+	l := newLamps(t)
+	l.create(t, "hall", "On")
+	l.waitPhase(t, "hall", "Brightening")
+	srv, client := serve(t, l, console.Config{})
+	u := srv.URL + "/console/kinds/Lamp/objects/hall"
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		_, body := get(t, client, u)
+		if strings.Contains(body, "<td>lit</td><td>false</td>") {
+			if !strings.Contains(body, "in Brightening at ") || strings.Contains(body, "stale") {
+				t.Fatalf("the condition observed while Brightening:\n%s", body)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the condition never shown:\n%s", body)
+		}
+	}
+	l.light("hall", true)
+	l.waitPhase(t, "hall", "Lit")
+	_, body := get(t, client, u)
+	if !regexp.MustCompile(`<td>lit</td><td>true</td>.*in Brightening at [^<]+ <span class="tag">stale</span>`).MatchString(body) {
+		t.Fatalf("in Lit, the condition observed while Brightening is not stale:\n%s", body)
+	}
+}
+
 // Without Authorize, every action is refused, with a valid token and all.
 func TestReadOnlyRefusesEveryAction(t *testing.T) {
 	l := newLamps(t)

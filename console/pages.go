@@ -315,6 +315,7 @@ type objectPage struct {
 	Failure    *statemachine.Failure[string]
 	Refused    *statemachine.Refusal[string]
 	Conditions []statemachine.Condition
+	PhaseSince time.Time // when the document's phase began: conditions observed before are stale
 	Commands   []statemachine.Command
 	History    []historyRow
 	Spec       string
@@ -375,7 +376,7 @@ func (c *Console) showObject(w http.ResponseWriter, r *http.Request, code int, m
 		objectRow: c.row(kind, m, o, now),
 		Machine:   reg.Machine.Name, Diagram: layout(m, o.Phase), Revision: rev,
 		UID: o.Meta.UID, Generation: o.Meta.Generation, Finalizers: o.Meta.Finalizers, Owners: o.Meta.Owners, Labels: o.Meta.Labels,
-		Operation: o.Operation, Failure: o.Failure, Refused: o.Refused, Conditions: o.Conditions, Commands: o.Commands,
+		Operation: o.Operation, Failure: o.Failure, Refused: o.Refused, Conditions: o.Conditions, PhaseSince: o.Since, Commands: o.Commands,
 		Spec: indent(o.Spec), Status: indent(o.Status),
 		ReadOnly: c.authorize == nil, Token: token, Requests: m.Requests(), Message: message,
 	}

@@ -275,13 +275,13 @@ func TestStatusJSON(t *testing.T) {
 }
 
 func TestObserve(t *testing.T) {
-	st := status{}
+	st := status{Phase: "Creating", Since: time0}
 	st = st.Observe(time0, statemachine.Observation{Name: "volume_ready", Status: false}, statemachine.Observation{Name: "archive_ready", Status: true})
 	later := time0.Add(time.Minute)
 	next := st.Observe(later, statemachine.Observation{Name: "volume_ready", Status: false, Reason: "absent"}, statemachine.Observation{Name: "archive_ready", Status: false})
 	want := []statemachine.Condition{
-		{Name: "archive_ready", Status: false, LastTransition: later},
-		{Name: "volume_ready", Status: false, Reason: "absent", LastTransition: time0},
+		{Name: "archive_ready", Status: false, LastTransition: later, Phase: "Creating", PhaseSince: time0, ObservedAt: later},
+		{Name: "volume_ready", Status: false, Reason: "absent", LastTransition: time0, Phase: "Creating", PhaseSince: time0, ObservedAt: later},
 	}
 	if diff := cmp.Diff(want, next.Conditions); diff != "" {
 		t.Fatalf("conditions (-want +got):\n%s", diff)
@@ -289,8 +289,26 @@ func TestObserve(t *testing.T) {
 	if c, ok := st.Condition("archive_ready"); !ok || !c.Status {
 		t.Fatal("Observe modified its receiver")
 	}
-	if st.Equal(next) || !next.Equal(next.Observe(later)) {
+	if st.Equal(next) || !next.Equal(next.Observe(later)) || !next.Equal(next.Observe(later.Add(time.Minute), statemachine.Observation{Name: "archive_ready"})) {
 		t.Fatal("Equal is wrong")
+	}
+
+	// In the next phase, the conditions observed in the last are stale
+	// until observed again.
+	moved := next
+	moved.Phase, moved.Since = "Created", later.Add(time.Minute)
+	if c, _ := moved.Condition("volume_ready"); !c.Stale(moved.Since) {
+		t.Fatalf("%+v is not stale in %s", c, moved.Phase)
+	}
+	again := moved.Observe(moved.Since.Add(time.Second), statemachine.Observation{Name: "volume_ready"})
+	if c, _ := again.Condition("volume_ready"); c.Stale(again.Since) || c.Phase != "Created" || again.Equal(moved) {
+		t.Fatalf("observed again in %s: %+v, and the status changed: %v", again.Phase, c, !again.Equal(moved))
+	}
+	if c, _ := again.Condition("archive_ready"); !c.Stale(again.Since) {
+		t.Fatalf("%+v, not observed again, is not stale", c)
+	}
+	if (statemachine.Condition{Name: "old"}).Stale(again.Since) {
+		t.Fatal("a condition recorded without its phase is stale")
 	}
 }
 

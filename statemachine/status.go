@@ -1,6 +1,7 @@
 package statemachine
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -218,6 +219,22 @@ type Condition struct {
 	// LastTransition is when Status last changed (or was first observed). The
 	// time comes from the caller: the machine never reads a clock.
 	LastTransition time.Time `json:"lastTransition"`
+	// Phase is the phase the condition was last observed in, as fmt.Sprint
+	// prints it, and PhaseSince when that phase began (the status's Since
+	// then): see [Condition.Stale].
+	Phase      string    `json:"phase,omitempty"`
+	PhaseSince time.Time `json:"phaseSince,omitzero"`
+	// ObservedAt is when the condition was last observed, as of the last
+	// status write.
+	ObservedAt time.Time `json:"observedAt,omitzero"`
+}
+
+// Stale reports whether c was last observed in an earlier phase than the
+// one that began at since (the status's Since): what it says may no longer
+// hold. A condition recorded before conditions carried their phase is not
+// stale.
+func (c Condition) Stale(since time.Time) bool {
+	return !c.PhaseSince.IsZero() && c.PhaseSince.Before(since)
 }
 
 // Observation is one fresh observation of a condition, given to [Status.Observe].
@@ -250,7 +267,8 @@ func (s Status[S, P]) Condition(name string) (Condition, bool) {
 // Observe returns a copy of s with the observations recorded, sharing with s
 // everything but its conditions. A condition's LastTransition is set to now
 // when it is new or its Status changed; otherwise only its Reason is
-// updated. Conditions stay sorted by name.
+// updated. Each observed condition's ObservedAt is set to now, and its Phase
+// and PhaseSince to s's. Conditions stay sorted by name.
 func (s Status[S, P]) Observe(now time.Time, obs ...Observation) Status[S, P] {
 	out := s // only the conditions change: they are copied, the rest is shared
 	out.Conditions = slices.Grow(slices.Clone(s.Conditions), len(obs))
@@ -266,9 +284,9 @@ func (s Status[S, P]) Observe(now time.Time, obs ...Observation) Status[S, P] {
 		})
 		if !found {
 			out.Conditions = slices.Insert(out.Conditions, i, Condition{Name: o.Name, Status: o.Status, Reason: o.Reason, LastTransition: now})
-			continue
 		}
 		c := &out.Conditions[i]
+		c.Phase, c.PhaseSince, c.ObservedAt = fmt.Sprint(s.Phase), s.Since, now
 		if c.Status != o.Status {
 			c.Status = o.Status
 			c.LastTransition = now
@@ -285,7 +303,8 @@ func (s Status[S, P]) Equal(o Status[S, P]) bool {
 		s.Since.Equal(o.Since) &&
 		equalPtr(s.Operation, o.Operation, Operation[P].equal) &&
 		slices.EqualFunc(s.Conditions, o.Conditions, func(a, b Condition) bool {
-			return a.Name == b.Name && a.Status == b.Status && a.Reason == b.Reason && a.LastTransition.Equal(b.LastTransition)
+			return a.Name == b.Name && a.Status == b.Status && a.Reason == b.Reason && a.LastTransition.Equal(b.LastTransition) &&
+				a.Phase == b.Phase && a.PhaseSince.Equal(b.PhaseSince) // not ObservedAt: observing alone writes nothing
 		}) &&
 		equalPtr(s.Failure, o.Failure, func(a, b Failure[P]) bool {
 			return a.Step == b.Step && a.Cause == b.Cause && a.Reason == b.Reason && a.At.Equal(b.At) &&

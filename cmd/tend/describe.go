@@ -119,9 +119,9 @@ func describe(w io.Writer, now time.Time, obj oncall.View, m *statemachine.Machi
 	}
 	if len(obj.Conditions) > 0 {
 		d.section("Conditions")
-		t := newTable(w, "  NAME", "STATUS", "REASON", "SINCE")
+		t := newTable(w, "  NAME", "STATUS", "REASON", "SINCE", "OBSERVED")
 		for _, c := range obj.Conditions {
-			t.row("  "+c.Name, fmt.Sprint(c.Status), c.Reason, age(now, c.LastTransition))
+			t.row("  "+c.Name, fmt.Sprint(c.Status), c.Reason, age(now, c.LastTransition), observed(now, c, obj.Since))
 		}
 		if err := t.flush(); err != nil {
 			return err
@@ -269,6 +269,19 @@ func exitsOf(m *statemachine.Machine[string, string], spec statemachine.PhaseSpe
 	}
 	if spec.Repair != "" {
 		out = append(out, fmt.Sprintf("-> %s when its health fails", spec.Repair))
+	}
+	return out
+}
+
+// observed says in which phase and how long ago c was last observed, and
+// whether that phase is over (the document's phase began at since).
+func observed(now time.Time, c statemachine.Condition, since time.Time) string {
+	if c.Phase == "" {
+		return "-"
+	}
+	out := "in " + c.Phase + ", " + age(now, c.ObservedAt) + " ago"
+	if c.Stale(since) {
+		out += " (stale)"
 	}
 	return out
 }
