@@ -127,8 +127,8 @@ func (e Entry) String() string {
 	}
 	add("outcome", e.Outcome)
 	if e.Count > 1 {
-		add("times", strconv.Itoa(e.Count))
-		add("since", e.First.UTC().Format(time.RFC3339Nano))
+		s += " ×" + strconv.Itoa(e.Count)
+		add("first", e.First.UTC().Format(time.RFC3339Nano))
 	}
 	if e.Duration > 0 {
 		add("took", e.Duration.String())

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,6 +47,9 @@ func TestPollsCollapse(t *testing.T) {
 	if got[0].Type != history.StepStarted || !got[0].Time.Equal(at) || polls.Outcome != "progressed" || polls.Count != 40 ||
 		!polls.First.Equal(at.Add(time.Millisecond)) || !polls.Time.Equal(at.Add(39*time.Second+time.Millisecond)) {
 		t.Fatalf("collapsed polls: %v", got[:2])
+	}
+	if s := polls.String(); !strings.Contains(s, "outcome=progressed ×40 first=") {
+		t.Errorf("collapsed polls read %q", s)
 	}
 	if got[3].Outcome != "done" || got[3].Times() != 1 {
 		t.Fatalf("the poll that ended otherwise: %v", got[3])
