@@ -151,7 +151,8 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (c *Console) fail(w http.ResponseWriter, r *http.Request, err error) {
 	code := http.StatusInternalServerError
 	switch {
-	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrUnknownKind), errors.Is(err, registry.ErrUnregistered):
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrUnknownKind), errors.Is(err, registry.ErrUnregistered),
+		errors.Is(err, oncall.ErrNotDriven):
 		code = http.StatusNotFound
 	case errors.Is(err, oncall.ErrInvalidAction), errors.Is(err, store.ErrInvalid):
 		code = http.StatusBadRequest

@@ -31,6 +31,12 @@ var (
 	// ErrServed is returned by [Client.RemoveFinalizer] while a controller
 	// serves the document's kind, unless forced.
 	ErrServed = errors.New("oncall: a running controller serves the kind")
+	// ErrNotDriven is returned, wrapped, by every action on a document of a
+	// kind no machine is registered for (registry.Kind itself, the history
+	// kinds, a kind no Manager ran), before anything is written: no
+	// controller would carry the action out. The error also matches
+	// registry.ErrUnregistered.
+	ErrNotDriven = errors.New("oncall: no machine drives the kind")
 )
 
 // Outcomes of a command, in the Outcome of its history entries.
@@ -107,7 +113,7 @@ func (c *Client) Registrations(ctx context.Context) ([]registry.Entry, error) {
 }
 
 // Registration returns the registry entry of kind, or an error matching
-// registry.registry.ErrUnregistered.
+// registry.ErrUnregistered.
 func (c *Client) Registration(ctx context.Context, kind string) (registry.Entry, error) {
 	return registry.Get(ctx, c.b, kind)
 }
@@ -120,6 +126,16 @@ func (c *Client) Machine(ctx context.Context, kind string) (*statemachine.Machin
 		return nil, err
 	}
 	return r.Build()
+}
+
+// driven returns the registry entry of kind, or an error matching
+// [ErrNotDriven] and registry.ErrUnregistered when it has none.
+func (c *Client) driven(ctx context.Context, kind string) (registry.Entry, error) {
+	r, err := c.Registration(ctx, kind)
+	if errors.Is(err, registry.ErrUnregistered) {
+		return r, fmt.Errorf("%w: %w", ErrNotDriven, err)
+	}
+	return r, err
 }
 
 // Get returns the document of kind and key.
@@ -290,23 +306,21 @@ func (c *Client) RemoveFinalizer(ctx context.Context, kind, key, finalizer strin
 	if err := c.canAct(); err != nil {
 		return err
 	}
+	r, err := c.driven(ctx, kind)
+	if err != nil {
+		return err
+	}
 	if !force {
-		r, err := c.Registration(ctx, kind)
-		if err != nil && !errors.Is(err, registry.ErrUnregistered) {
+		served, err := c.served(ctx, r)
+		if err != nil {
 			return err
 		}
-		if err == nil {
-			served, err := c.served(ctx, r)
-			if err != nil {
-				return err
-			}
-			if served {
-				return fmt.Errorf("%w: %s (its controller removes %s itself; force to remove it anyway)", ErrServed, kind, finalizer)
-			}
+		if served {
+			return fmt.Errorf("%w: %s (its controller removes %s itself; force to remove it anyway)", ErrServed, kind, finalizer)
 		}
 	}
 	var doc store.Document
-	err := c.retry(ctx, func() error {
+	err = c.retry(ctx, func() error {
 		var err error
 		if doc, err = c.b.Get(ctx, kind, key); err != nil {
 			return err
@@ -405,7 +419,11 @@ func (c *Client) command(ctx context.Context, kind, key string, cmd statemachine
 	if err := c.canAct(); err != nil {
 		return statemachine.Command{}, err
 	}
-	m, err := c.Machine(ctx, kind)
+	r, err := c.driven(ctx, kind)
+	if err != nil {
+		return statemachine.Command{}, err
+	}
+	m, err := r.Build()
 	if err != nil {
 		return statemachine.Command{}, err
 	}
@@ -439,6 +457,9 @@ func commandID(o *View, at time.Time) string {
 // by each of fix, in the document's history.
 func (c *Client) act(ctx context.Context, kind, key string, e history.Entry, edit func(*View, map[string]json.RawMessage) (bool, error), fix ...func(*history.Entry)) error {
 	if err := c.canAct(); err != nil {
+		return err
+	}
+	if _, err := c.driven(ctx, kind); err != nil {
 		return err
 	}
 	var (

@@ -1,4 +1,4 @@
-// Package operator is what a person on call needs to act on documents
+// Package oncall is what a person on call needs to act on documents
 // without writing Go: read any document's State, Phase, failure and
 // history, and act on it through the store, so that every replica of its
 // controller honours the action.
@@ -18,5 +18,13 @@
 // precondition like every other write: status.paused, a hold under which
 // the controller runs nothing for the document, and status.commands,
 // commands its controller carries out (or refuses) in the write that
-// removes them. Every action is recorded in the document's history.
+// removes them. Every action is recorded in the document's history: one
+// entry when an operator pauses or resumes, and for a command one "issued"
+// entry ([history.IssuedID]) and, once its controller carried it out or
+// refused it, one outcome entry ([history.OutcomeID]).
+//
+// Actions apply only where a machine drives: an action on a document of a
+// kind no machine is registered for (the registry's own kind, the history
+// kinds, a kind no Manager ran) is refused with [ErrNotDriven] before
+// anything is written.
 package oncall

@@ -2,6 +2,7 @@ package oncall_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/tendhq/tend/backends/memory"
 	"github.com/tendhq/tend/history"
 	"github.com/tendhq/tend/oncall"
+	"github.com/tendhq/tend/statemachine"
 	"github.com/tendhq/tend/store"
 )
 
@@ -22,6 +24,22 @@ func Example() {
 	doc.Status = []byte(`{"phase":"Starting","target":"Running","operation":{"id":"op-1","phase":"Starting","from":"Created","done":["deploy"]}}`)
 	_, _ = b.UpdateStatus(ctx, doc)
 
+	// A running Manager records the machine of each kind it drives.
+	m, err := statemachine.New(statemachine.Definition[string, string]{
+		Name: "Gateway", States: []string{"Running"}, Initial: "Starting",
+		Phases: []statemachine.PhaseSpec[string]{
+			{Phase: "Starting", Type: statemachine.Transitional, Steps: []string{"deploy"},
+				Completion: []statemachine.Require{statemachine.Is("serving")}, Then: "Started"},
+			{Phase: "Started"},
+			{Phase: "Fault", Type: statemachine.Fault},
+		},
+		Settled: []statemachine.Settle[string, string]{{State: "Running", Phase: "Started"}},
+	})
+	if err != nil {
+		panic(err)
+	}
+	_, _ = registry.Put(ctx, b, registry.Entry{Kind: "Gateway", Machine: m.Descriptor()})
+
 	ops, _ := oncall.New(b, oncall.Config{Actor: "alice"})
 	if err := ops.Pause(ctx, "Gateway", "gw-1", "database maintenance"); err != nil {
 		fmt.Println(err)
@@ -30,7 +48,12 @@ func Example() {
 	fmt.Println(o.State, o.Phase, o.Operation.Done, "paused by", o.Paused.By+":", o.Paused.Reason)
 	h, _ := ops.History(ctx, "Gateway", "gw-1")
 	fmt.Println(h[0].Type, h[0].Name, h[0].Actor)
+
+	// No machine drives the history kinds: nothing acts on them.
+	err = ops.Pause(ctx, history.KindFor("Gateway"), "gw-1", "")
+	fmt.Println(errors.Is(err, oncall.ErrNotDriven))
 	// Output:
 	// Running Starting [deploy] paused by alice: database maintenance
 	// operator pause alice
+	// true
 }

@@ -46,6 +46,7 @@
 //	1  error: the store could not be reached, a write failed…
 //	2  usage: unknown command or flag, wrong arguments, bad --store
 //	3  not found: no such kind (no controller registered it) or document,
+//	   no machine drives the kind (an action on a history or the registry),
 //	   or no store where --store points
 //	4  refused: the action was not taken: not confirmed, invalid for the
 //	   document (nothing to retry, unknown step…), a served kind's

@@ -26,6 +26,7 @@ const exitCodes = `Exit codes:
   1  error: the store could not be reached, a write failed…
   2  usage: unknown command or flag, wrong arguments, bad --store
   3  not found: no such kind (no controller registered it) or document,
+     no machine drives the kind (an action on a history or the registry),
      or no store where --store points
   4  refused: the action was not taken: not confirmed, invalid for the
      document (nothing to retry, unknown step…), a served kind's finalizer
@@ -75,7 +76,7 @@ func classify(err error) error {
 		return err
 	case errors.As(err, &ue):
 		return &codedError{exitUsage, err}
-	case errors.Is(err, store.ErrNotFound), errors.Is(err, registry.ErrUnregistered), errors.Is(err, store.ErrUnknownKind),
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, registry.ErrUnregistered), errors.Is(err, oncall.ErrNotDriven), errors.Is(err, store.ErrUnknownKind),
 		errors.Is(err, errNoStore):
 		return &codedError{exitNotFound, err}
 	case errors.Is(err, errNotConfirmed), errors.Is(err, errCommandRefused),
