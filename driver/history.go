@@ -8,11 +8,11 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
 	"github.com/tendhq/tend/controller"
 	"github.com/tendhq/tend/history"
 	"github.com/tendhq/tend/redact"
+	"github.com/tendhq/tend/redact/redactzap"
 	"github.com/tendhq/tend/statemachine"
 	"github.com/tendhq/tend/store"
 )
@@ -50,15 +50,16 @@ func (d *phaseDriver[Spec, Status, S, P]) scrubber(obj *store.Object[Spec, Statu
 }
 
 // redacting returns ctx and log for a pass over obj: when obj holds
-// secrets, its logger and log scrub them from every line, and the scrubber
-// is returned to scrub the pass's error.
+// secrets, its logger (the one steps and observers log through) and log
+// scrub them from every part of every entry (see package redactzap), and
+// the scrubber is returned to scrub the pass's error.
 func (d *phaseDriver[Spec, Status, S, P]) redacting(ctx context.Context, log *zap.Logger, obj *store.Object[Spec, Status]) (context.Context, *zap.Logger, *redact.Scrubber) {
 	sc := d.scrubber(obj)
 	if sc == nil {
 		return ctx, log, nil
 	}
-	ctx = controller.WithLogger(ctx, scrubLogger(controller.LoggerFrom(ctx), sc))
-	log = scrubLogger(log, sc)
+	ctx = controller.WithLogger(ctx, redactzap.Logger(controller.LoggerFrom(ctx), sc))
+	log = redactzap.Logger(log, sc)
 	return ctx, log, sc
 }
 
@@ -144,64 +145,4 @@ func (d *phaseDriver[Spec, Status, S, P]) recordSettled(ctx context.Context, obj
 	}
 	e.Time = time.Now()
 	d.history.record(ctx, &obj.Meta, d.scrubber(obj), e)
-}
-
-// scrubLogger returns l with every line scrubbed of sc's secrets: the
-// message and each field, as the encoder would render it.
-func scrubLogger(l *zap.Logger, sc *redact.Scrubber) *zap.Logger {
-	return l.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core { return &scrubCore{Core: c, sc: sc} }))
-}
-
-// scrubCore is a zapcore.Core that scrubs secrets from entries and fields.
-type scrubCore struct {
-	zapcore.Core
-	sc *redact.Scrubber
-}
-
-func (c *scrubCore) With(fields []zapcore.Field) zapcore.Core {
-	return &scrubCore{Core: c.Core.With(c.fields(fields)), sc: c.sc}
-}
-
-func (c *scrubCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
-	if c.Enabled(e.Level) {
-		return ce.AddCore(e, c)
-	}
-	return ce
-}
-
-func (c *scrubCore) Write(e zapcore.Entry, fields []zapcore.Field) error {
-	e.Message = c.sc.String(e.Message)
-	e.Stack = c.sc.String(e.Stack)
-	return c.Core.Write(e, c.fields(fields))
-}
-
-// fields returns fields scrubbed: a field whose rendering holds a secret
-// becomes a string field of the rendering scrubbed.
-func (c *scrubCore) fields(fields []zapcore.Field) []zapcore.Field {
-	out := make([]zapcore.Field, len(fields))
-	for i, f := range fields {
-		out[i] = c.field(f)
-	}
-	return out
-}
-
-func (c *scrubCore) field(f zapcore.Field) zapcore.Field {
-	switch f.Type {
-	case zapcore.StringType:
-		f.String = c.sc.String(f.String)
-		return f
-	case zapcore.SkipType, zapcore.NamespaceType, zapcore.BoolType:
-		return f
-	case zapcore.ErrorType:
-		if err, ok := f.Interface.(error); ok {
-			return zap.String(f.Key, c.sc.String(err.Error()))
-		}
-	}
-	enc := zapcore.NewMapObjectEncoder()
-	f.AddTo(enc)
-	text := fmt.Sprint(enc.Fields[f.Key])
-	if out := c.sc.String(text); out != text {
-		return zap.String(f.Key, out)
-	}
-	return f
 }

@@ -3,6 +3,7 @@ package driver_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -57,6 +58,8 @@ func TestSecretsStayOut(t *testing.T) {
 				}
 				pw := obj.Spec.Password
 				controller.LoggerFrom(ctx).Info("logging in with "+pw, zap.String("password", pw), zap.Any("spec", obj.Spec))
+				controller.LoggerFrom(ctx).Named("sub-"+pw).Info("named", zap.String("user-"+pw, "x"), zap.Namespace("ns-"+pw),
+					zap.Error(fmt.Errorf("wrapped: %w", errors.New(pw))))
 				switch calls++; calls {
 				case 1:
 					return sm.Failed, fmt.Errorf("login with password %s refused", pw)
@@ -105,7 +108,7 @@ func TestSecretsStayOut(t *testing.T) {
 		outputs := map[string]string{} // where → what was written there
 		var b strings.Builder
 		for _, e := range logs.All() {
-			fmt.Fprintf(&b, "%s %v %s\n", e.Message, e.ContextMap(), e.Stack)
+			fmt.Fprintf(&b, "%s %s %v %s %s\n", e.LoggerName, e.Message, e.ContextMap(), e.Stack, e.Caller.String())
 		}
 		outputs["logs"] = b.String()
 		b.Reset()

@@ -24,4 +24,8 @@
 // input, a reason an observer wrote, a panic value. What it cannot catch is
 // a secret transformed on the way (encoded, hashed, split); keep secrets out
 // of such text at the source.
+//
+// Package redact/redactzap applies a Scrubber to every part of a zap log
+// entry: logger name, message, caller, stack, field keys, namespaces and
+// values.
 package redact
