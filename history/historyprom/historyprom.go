@@ -64,7 +64,7 @@ func newCollector(stats func() history.RecorderStats) *collector {
 		stats:   stats,
 		written: prometheus.NewDesc("tend_history_entries_written_total", "History entries written to the store.", nil, nil),
 		dropped: prometheus.NewDesc("tend_history_entries_dropped_total",
-			"History entries dropped, by reason: buffer_full (recorded while the buffer was full) or write_failed.",
+			"History entries dropped, by reason: buffer_full (pushed out of a full buffer) or write_failed (refused by the store for good, or unwritten when the recorder stopped).",
 			[]string{"reason"}, nil),
 	}
 }

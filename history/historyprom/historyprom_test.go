@@ -21,7 +21,7 @@ func TestSeries(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := testutil.GatherAndCompare(reg, strings.NewReader(`
-# HELP tend_history_entries_dropped_total History entries dropped, by reason: buffer_full (recorded while the buffer was full) or write_failed.
+# HELP tend_history_entries_dropped_total History entries dropped, by reason: buffer_full (pushed out of a full buffer) or write_failed (refused by the store for good, or unwritten when the recorder stopped).
 # TYPE tend_history_entries_dropped_total counter
 tend_history_entries_dropped_total{reason="buffer_full"} 2
 tend_history_entries_dropped_total{reason="write_failed"} 3
