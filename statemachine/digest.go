@@ -156,7 +156,9 @@ func (m *Machine[S, P]) Compare(old Descriptor) Changes {
 
 func pairString(s, p string) string { return "(" + s + ", " + p + ")" }
 
-func ruleString(r Rule[string, string]) string { return pairString(r.State, r.Phase) + " → " + r.Begin }
+func ruleString(r Rule[string, string]) string {
+	return pairString(r.State, r.Phase) + " → " + r.Begin
+}
 
 func listOrNone(l []string) string {
 	if len(l) == 0 {

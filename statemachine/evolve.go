@@ -207,7 +207,9 @@ func (m *Machine[S, P]) Carry(intent S, st Status[S, P]) (Status[S, P], *Strand)
 	}
 	out := st.clone()
 	strand := Strand{State: fmt.Sprint(intent), Phase: fmt.Sprint(st.Phase)}
-	why := func(format string, args ...any) { strand.Reasons = append(strand.Reasons, fmt.Sprintf(format, args...)) }
+	why := func(format string, args ...any) {
+		strand.Reasons = append(strand.Reasons, fmt.Sprintf(format, args...))
+	}
 	if _, ok := m.stateIx[m.CarryIntent(intent)]; !ok && (st.Refused == nil || st.Refused.Intent != intent) {
 		why("intent %v is not a state of the machine", intent)
 	}
@@ -364,4 +366,3 @@ func (m *Machine[S, P]) stepSet() map[string]bool {
 	}
 	return out
 }
-
