@@ -187,15 +187,17 @@ func (m *Machine[S, P]) carrySteps(done []string) []string {
 // Carry returns st, a status written by this or a previous version of the
 // machine for a document whose spec holds intent, carried onto this
 // machine, or, when it cannot be carried, the [*Strand] that says why.
+// The intent only names the document in the Strand: whether it is a state
+// of the machine is the driver's to judge (see [Machine.CarryIntent] and
+// [Machine.ValidateIntent]).
 //
 // Carrying renames retired states and renamed phases and steps as
 // [Definition.Migrations] declare, drops removed steps from checkpoints,
 // applies a declared [Resume] to an operation whose checkpoint names steps
 // its phase no longer declares, and forgets the due times of timers and the
 // fully served tokens of requests the machine no longer declares. A status
-// is stranded when, after that, its phase or adopted target, or the
-// intent, is not declared (an intent the status already records as
-// refused is not counted), when its operation in flight runs in a phase no
+// is stranded when, after that, its phase or adopted target is not
+// declared, when its operation in flight runs in a phase no
 // longer transitional or its checkpoint names undeclared steps, or when it
 // holds tokens not served yet of a request no longer declared. A status
 // never written (its phase the zero value, not a phase of the machine) is
@@ -209,9 +211,6 @@ func (m *Machine[S, P]) Carry(intent S, st Status[S, P]) (Status[S, P], *Strand)
 	strand := Strand{State: fmt.Sprint(intent), Phase: fmt.Sprint(st.Phase)}
 	why := func(format string, args ...any) {
 		strand.Reasons = append(strand.Reasons, fmt.Sprintf(format, args...))
-	}
-	if _, ok := m.stateIx[m.CarryIntent(intent)]; !ok && (st.Refused == nil || st.Refused.Intent != intent) {
-		why("intent %v is not a state of the machine", intent)
 	}
 	var zeroS S
 	if out.Target != zeroS || hasKey(m.stateIx, zeroS) {
@@ -242,7 +241,7 @@ func (m *Machine[S, P]) Carry(intent S, st Status[S, P]) (Status[S, P], *Strand)
 	if r := out.Refused; r != nil {
 		r.Intent = m.CarryIntent(r.Intent)
 		if _, ok := m.stateIx[r.Intent]; !ok && r.Intent != intent {
-			out.Refused = nil // decided again on the next decision
+			out.Refused = nil // decided again at the next decision
 		}
 	}
 	out.Requests = slices.DeleteFunc(out.Requests, func(r RequestState) bool {

@@ -192,8 +192,6 @@ func TestCarryStranded(t *testing.T) {
 			reason: "names steps phase Deploying does not declare: configure", step: "configure"},
 		{name: "retired state", m: build(t, withPhaseRenames(serviceV2(false))), intent: "Legacy", st: mstatus{Phase: "Ready", Target: "Legacy"},
 			reason: "target Legacy is not a state"},
-		{name: "retired intent", m: build(t, withPhaseRenames(serviceV2(false))), intent: "Legacy", st: mstatus{Phase: "Ready", Target: "Up"},
-			reason: "intent Legacy is not a state"},
 		{name: "pending request", m: build(t, serviceV2(true)), intent: "Up", st: withRequest,
 			reason: "request rotate is not a request of the machine, and tokens t2 are not served"},
 		{name: "operation in a phase no longer transitional", m: build(t, serviceV2(true)), intent: "Up", st: resting,
