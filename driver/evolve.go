@@ -22,7 +22,9 @@ import (
 // carry on (see [CheckDocuments]); nil when it can carry them all. A
 // Manager (package manager) calls it before it runs the driver of a
 // machine that differs from the one registered for the kind.
-func (d *Driver[Spec, Status]) CheckCarried(ctx context.Context) error { return d.impl.checkCarried(ctx) }
+func (d *Driver[Spec, Status]) CheckCarried(ctx context.Context) error {
+	return d.impl.checkCarried(ctx)
+}
 
 func (d *phaseDriver[Spec, Status, S, P]) checkCarried(ctx context.Context) error {
 	stranded := &statemachine.StrandedError{Kind: d.c.Kind(), Machine: d.m.Name()}
