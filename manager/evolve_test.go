@@ -344,3 +344,34 @@ func TestRolloutCatchesHiddenRegistry(t *testing.T) {
 		}
 	})
 }
+
+// Of two different machines of one version, the one recorded last runs:
+// the replica of the other stands down.
+func TestSameVersionRecordedLastRuns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := newServiceStore(t)
+		first := startService(t, mem, evolvetest.V2(true), "first")
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		changed := evolvetest.V2(true)
+		changed.Bounds.Deadline = time.Minute
+		second := startService(t, mem, changed, "second")
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if err := second.m.KindError(evolvetest.Kind); err != nil {
+			t.Errorf("the machine recorded last does not run: %v", err)
+		}
+		if err := first.m.KindError(evolvetest.Kind); !errors.Is(err, registry.ErrSuperseded) {
+			t.Errorf("the other replica did not stand down: %v", err)
+		}
+		if got := recordedDigest(t, mem); got != digestOf(t, changed) {
+			t.Error("the machine recorded last is not recorded")
+		}
+		// A replica of an older version never runs the kind.
+		older := startService(t, mem, evolvetest.V1(), "older")
+		synctest.Wait()
+		if err := older.m.KindError(evolvetest.Kind); !errors.Is(err, registry.ErrSuperseded) {
+			t.Errorf("a replica of version 1 runs over version 2: %v", err)
+		}
+	})
+}
