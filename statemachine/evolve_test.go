@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"pgregory.net/rapid"
+
 	"github.com/tendhq/tend/statemachine"
 )
 
@@ -345,7 +347,10 @@ func TestStrandedError(t *testing.T) {
 	}
 }
 
-func deepCopy(t *testing.T, s mstatus) mstatus {
+func deepCopy(t interface {
+	Helper()
+	Fatal(...any)
+}, s mstatus) mstatus {
 	t.Helper()
 	data, err := json.Marshal(s)
 	if err != nil {
@@ -356,4 +361,55 @@ func deepCopy(t *testing.T, s mstatus) mstatus {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// Any status version 1 can hold is carried by version 2 with its
+// migrations unless it holds tokens of the dropped request rotate not
+// served yet; the carried status is carried as it is again, and version
+// 2 decides on it. Without the step's removal declared, the property
+// fails on the first operation whose checkpoint names it.
+func TestCarryProperty(t *testing.T) {
+	v1def := serviceV1()
+	v2 := build(t, serviceV2(true))
+	rapid.Check(t, func(t *rapid.T) {
+		ps := rapid.SampledFrom(v1def.Phases).Draw(t, "phase")
+		st := mstatus{Phase: ps.Phase, Target: rapid.SampledFrom(v1def.States).Draw(t, "target"), Since: at}
+		if ps.Type == statemachine.Transitional {
+			var done []string
+			for _, s := range ps.Steps {
+				if rapid.Bool().Draw(t, "done "+s) {
+					done = append(done, s)
+				}
+			}
+			st.Operation = &statemachine.Operation[string]{ID: "op", Phase: ps.Phase, From: "New", Done: done,
+				Attempts: rapid.IntRange(0, 3).Draw(t, "attempts")}
+		}
+		pending := false
+		if rapid.Bool().Draw(t, "rotate") {
+			r := statemachine.RequestState{Name: "rotate", Tokens: []string{"t1", "t2"}, Served: []string{"t1"}}
+			if rapid.Bool().Draw(t, "served") {
+				r.Served = append(r.Served, "t2")
+			} else {
+				pending = true
+			}
+			st.Requests = []statemachine.RequestState{r}
+		}
+		stored := deepCopy(t, st)
+		carried, strand := v2.Carry(st.Target, st)
+		if !st.Equal(stored) {
+			t.Fatal("Carry modified its argument")
+		}
+		if (strand != nil) != pending {
+			t.Fatalf("stranded %v, want stranded %v", strand, pending)
+		}
+		if strand != nil {
+			return
+		}
+		if again, s := v2.Carry(carried.Target, carried); s != nil || !again.Equal(carried) {
+			t.Fatalf("carried twice: %+v, %v", again, s)
+		}
+		if _, err := v2.Decide(v2.CarryIntent(st.Target), carried, at); err != nil {
+			t.Fatalf("version 2 cannot decide on %+v: %v", carried, err)
+		}
+	})
 }
