@@ -349,6 +349,7 @@ type driverImpl[Spec, Status any] interface {
 	updateSpec(ctx context.Context, key string, set func(*Spec)) (*store.Object[Spec, Status], error)
 	cascade(ctx context.Context, opts store.ListOptions, set func(*Spec), untilGone bool) (statemachine.Outcome, error)
 	registration() registry.Entry
+	checkCarried(ctx context.Context) error
 }
 
 // New returns a driver of the documents of collection c governed by
@@ -566,26 +567,17 @@ func (d *phaseDriver[Spec, Status, S, P]) create(ctx context.Context, obj *store
 // machineStatus returns the machine's part of obj's status, read as the
 // driver sees it: a status never written is the machine's new status.
 func (d *phaseDriver[Spec, Status, S, P]) machineStatus(obj *store.Object[Spec, Status]) statemachine.Status[S, P] {
-	st := *machineStatusOf[S, P](&obj.Status)
-	var zero P
-	if st.Phase == zero {
-		if _, ok := d.m.Spec(zero); !ok {
-			// An operator may have paused it, or commanded it, already.
-			ns := d.m.NewStatus()
-			ns.Paused, ns.Commands = st.Paused, st.Commands
-			return ns
-		}
-	}
-	return st
+	return storedStatus(d.m, obj)
 }
 
-// intent returns the intent the driver serves for obj: the Spec's, or the
-// final state while obj is Terminating.
+// intent returns the intent the driver serves for obj: the Spec's (or
+// the state that replaces it, when the machine retired it), or the final
+// state while obj is Terminating.
 func (d *phaseDriver[Spec, Status, S, P]) intent(obj *store.Object[Spec, Status]) S {
 	if d.final != nil && obj.Terminating() {
 		return *d.final
 	}
-	return obj.Spec.Intent()
+	return d.m.CarryIntent(obj.Spec.Intent())
 }
 
 // turn is what the reconcile does after a pass over one decision.
@@ -637,6 +629,16 @@ func (d *phaseDriver[Spec, Status, S, P]) reconcile(ctx context.Context, key str
 			}
 			w = unwritten[Status, S, P]{stored: d.machineStatus(obj), status: obj.Status,
 				cached: cached, moves: w.moves[:0]}
+			switch t, err := d.migrate(ctx, log, obj, &w); t {
+			case turnEnd:
+				return controller.Result{}, err
+			case turnReread:
+				if conflicts++; conflicts > d.conflicts {
+					return controller.Result{}, err
+				}
+				obj = nil
+				continue
+			}
 		}
 		pctx, plog, sc := d.redacting(ctx, log, obj)
 		next, p, res, err := d.pass(pctx, plog, obj, &w)

@@ -7,7 +7,7 @@ import (
 
 // Registration returns what a Manager (package manager) records of the
 // driver in the store's registry (package registry): the kind, its machine
-// as a statemachine.Descriptor, and the finalizer the driver owns (none when
+// as a statemachine.Descriptor with its digest, and the finalizer the driver owns (none when
 // its machine has no final pair). The Manager adds Presence, Replica and
 // RecordedAt.
 func (d *Driver[Spec, Status]) Registration() registry.Entry { return d.impl.registration() }
@@ -17,7 +17,7 @@ func (d *Driver[Spec, Status]) Registration() registry.Entry { return d.impl.reg
 func (d *Driver[Spec, Status]) Store() store.Backend { return d.coll.Backend() }
 
 func (d *phaseDriver[Spec, Status, S, P]) registration() registry.Entry {
-	r := registry.Entry{Kind: d.c.Kind(), Machine: d.m.Descriptor()}
+	r := registry.Entry{Kind: d.c.Kind(), Machine: d.m.Descriptor(), Digest: d.m.Digest()}
 	if d.final != nil {
 		r.Finalizers = []string{d.finalizer}
 	}

@@ -66,6 +66,11 @@ const (
 	// refused it (Reason says why), Phase and To where it moved the
 	// document.
 	Operator Type = "operator"
+	// Migrated: the document's status, written by an earlier version of
+	// its machine, was carried onto version Name of the machine, as its
+	// migrations declare: from Phase to To, serving Intent; Reason says
+	// what was carried.
+	Migrated Type = "migrated"
 )
 
 // Entry is one event in the life of a document.

@@ -74,6 +74,34 @@
 // "<LeasePrefix>presence/<kind>/<Identity>" (registry.PresencePrefix) in the
 // kind's own store, and releases it when Run returns.
 //
+// # Machines that evolve
+//
+// Before the controllers of a driven kind run, Run compares the driver's
+// machine with the one recorded for the kind (by digest,
+// statemachine.Machine.Digest). When they differ and the recorded machine
+// does not declare a higher version, it reads the kind's documents and
+// checks that the new machine can carry each on (driver.Driver.CheckCarried):
+// if some would be stranded, that kind alone does not run — its
+// controllers are held, nothing is recorded, no presence lease is taken,
+// [Manager.KindError] returns the statemachine.StrandedError listing them,
+// and the readiness check "machines" fails saying why — while the other
+// kinds run. Otherwise the new machine is recorded, and each driver
+// carries its documents at their next reconcile.
+//
+// During a rolling update, replicas of two versions run at once. The
+// newer checks and records its machine and runs without waiting for the
+// older. The older one stands down for the kind once it sees a newer
+// machine recorded (within a RenewPeriod): its controllers of that kind
+// stop, it gives up its presence lease, KindError matches
+// registry.ErrSuperseded and its readiness fails. A machine is newer when
+// it declares a higher version (statemachine.Definition.Version); of two
+// different machines of one version, the one recorded last. A replica
+// whose machine declares a lower version than the recorded one never runs
+// the kind. A replica that stood down keeps the leader or shard leases
+// it holds until it stops: in LeaderElection and Sharded modes the newer
+// replica takes the work over as the older ones are stopped, as any
+// rollout stops them once their readiness fails.
+//
 // # Metrics
 //
 // With [Config.MetricsRegisterer] set, a manager exports

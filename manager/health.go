@@ -118,6 +118,13 @@ func (m *Manager) report(end <-chan struct{}) {
 //     ready (it serves by standing by), and whether it leads is reported
 //     apart, by [Manager.IsLeader] and the leader_election_master_status
 //     metric.
+//   - machines (when a driver runs under the manager): the machine of
+//     every kind a driver drives is checked
+//     against the one recorded for the kind and the documents the store
+//     holds, and the kind runs: it fails while the check runs, for a kind
+//     held because its machine would strand documents, and for a kind
+//     that stood down for a newer machine (see [Manager.Run]). The
+//     controllers of such a kind are left out of the sources check.
 //   - shards (Sharded mode only): the replica holds its share of the shards,
 //     as it computed it when it last balanced them; it fails until the first
 //     balance, and whenever a shard is lost until it is taken again.
@@ -175,7 +182,7 @@ func (m *Manager) readiness(time.Time) []check {
 	if m.mode != LeaderElection || m.IsLeader() {
 		var waiting []string
 		for _, c := range m.controllerList() {
-			if !c.HasSynced() {
+			if !c.HasSynced() && !m.held(c) {
 				waiting = append(waiting, c.Name())
 			}
 		}
@@ -184,6 +191,9 @@ func (m *Manager) readiness(time.Time) []check {
 		}
 	}
 	checks := []check{running, sources}
+	if machines, ok := m.machinesCheck(); ok {
+		checks = append(checks, machines)
+	}
 	if m.mode == Sharded {
 		shards := check{name: "shards"}
 		if s := m.sharding.Load(); s == nil {

@@ -230,6 +230,7 @@ type Manager struct {
 	leading  atomic.Pointer[held]    // the leader lease while this replica leads
 	sharding atomic.Pointer[sharder] // the sharder while Run runs in Sharded mode
 	leases   leaseHealth
+	gates    atomic.Pointer[gates] // the driven kinds' gates while Run runs
 
 	// mu guards controllers and recorders, which the builders add to
 	// until Run starts.
@@ -326,9 +327,12 @@ func (m *Manager) Identity() string { return m.identity }
 // It returns nil after ctx ends, or the first controller's error.
 //
 // In every mode, for each [Driver] among its controllers' reconcilers, Run
-// records the driver's registration and holds a presence lease in the
-// driver's store until it returns (see Operators in the package
-// documentation).
+// checks the driver's machine against the one recorded for its kind and
+// the documents its store holds, then records the driver's registration
+// and holds a presence lease in the driver's store until it returns; a
+// kind whose machine would strand documents, or is older than the one
+// recorded, does not run, and a kind stands down when a newer machine is
+// recorded (see the package documentation).
 //
 // While it runs, [Manager.IsLeader], [Manager.OwnedShards],
 // [Manager.CheckReadiness] and [Manager.CheckLiveness] report on it, and
@@ -380,14 +384,15 @@ func (m *Manager) Run(ctx context.Context) error {
 	// Each replica records the machines of its drivers and holds their
 	// presence leases for as long as it runs, in every mode: a standby
 	// replica serves the kind as soon as it takes over.
+	// Each kind's controllers wait until its machine is checked (see
+	// present).
 	var presence sync.WaitGroup
 	presenceCtx, endPresence := context.WithCancel(context.WithoutCancel(ctx))
-	kinds := map[string]bool{}
-	for _, c := range m.controllerList() {
-		if r, ok := c.Reconciler().(registrant); ok && !kinds[r.Registration().Kind] {
-			kinds[r.Registration().Kind] = true
-			presence.Go(func() { m.present(presenceCtx, r) })
-		}
+	g, regs := newGates(m.controllerList())
+	m.gates.Store(g)
+	defer m.gates.Store(nil)
+	for kind, r := range regs {
+		presence.Go(func() { m.present(presenceCtx, r, g.kinds[kind]) })
 	}
 
 	var err error
@@ -489,7 +494,11 @@ func (m *Manager) controllerList() []*controller.Controller {
 func (m *Manager) runAll(stop, base context.Context, g controller.Gate) error {
 	group, stop := errgroup.WithContext(stop)
 	for _, c := range m.controllerList() {
-		group.Go(func() error { return c.RunShared(stop, controller.Shared{Reconciles: base, Gate: g}) })
+		group.Go(func() error {
+			return m.runGated(stop, c, func(ctx context.Context) error {
+				return c.RunShared(ctx, controller.Shared{Reconciles: base, Gate: g})
+			})
+		})
 	}
 	return group.Wait()
 }

@@ -12,31 +12,64 @@ import (
 	"github.com/tendhq/tend/store"
 )
 
-// registrant is a reconciler that drives a machine: its [Manager] records
-// its registration and holds its presence lease (see [Manager.Run]).
+// registrant is a reconciler that drives a machine: its [Manager] checks
+// its machine, records its registration and holds its presence lease (see
+// [Manager.Run]).
 type registrant interface {
 	Registration() registry.Entry
 	Store() store.Backend
+	CheckCarried(ctx context.Context) error
 }
 
-// present records the registration of the driver reg and holds its
-// presence lease, in the driver's own store (where operators read both),
-// until ctx ends; it then releases the lease. A store not configured with
-// registry.Kind records nothing, which is logged once.
-func (m *Manager) present(ctx context.Context, reg registrant) {
+// present checks the machine of the driver reg against the one recorded
+// for its kind and the documents its store holds (see admit), then lets
+// the kind's controllers run through g, or holds them; it records the
+// registration and holds the presence lease, in the driver's own store
+// (where operators read both), until ctx ends or a newer machine is
+// registered for the kind, when the kind stands down. It then releases
+// the lease. A store not configured with registry.Kind records nothing,
+// which is logged once.
+func (m *Manager) present(ctx context.Context, reg registrant, g *kindGate) {
 	b := reg.Store()
 	r := reg.Registration()
 	r.Presence = registry.PresencePrefix(m.prefix, r.Kind)
 	r.Replica = m.identity
 	log := m.log.With(zap.String("kind", r.Kind))
 	name := r.Presence + m.identity
+	for {
+		err := m.admit(ctx, reg, r, log)
+		var held *heldError
+		if errors.As(err, &held) {
+			log.Error("the kind's controllers do not run", zap.Error(held.err))
+			g.hold(held.err)
+			return
+		}
+		if err == nil {
+			break
+		}
+		if ctx.Err() == nil {
+			log.Warn("checking the machine", zap.Error(err))
+		}
+		if wait.Sleep(ctx, m.renew) != nil {
+			return
+		}
+	}
 	recorded := false
 	var lease *store.Lease
-	for {
-		if !recorded {
+	for first := true; ; first = false {
+		switch {
+		case !recorded:
 			r.RecordedAt = time.Now()
 			wrote, err := registry.Put(ctx, b, r)
 			switch {
+			case errors.Is(err, registry.ErrSuperseded):
+				if first {
+					log.Error("the kind's controllers do not run", zap.Error(err))
+					g.hold(err)
+				} else {
+					log.Warn("standing down: a newer machine is registered", zap.Error(err))
+					g.standDown(err)
+				}
 			case errors.Is(err, store.ErrUnknownKind):
 				log.Debug("machine not recorded: the store has no kind " + registry.Kind)
 				recorded = true
@@ -47,9 +80,21 @@ func (m *Manager) present(ctx context.Context, reg registrant) {
 			default:
 				recorded = true
 				if wrote {
-					log.Info("machine recorded", zap.String("machine", r.Machine.Name))
+					log.Info("machine recorded", zap.String("machine", r.Machine.Name), zap.Int("version", r.Machine.Version))
 				}
 			}
+		case !first:
+			if newer, err := registry.Get(ctx, b, r.Kind); err == nil && newer.Digest != r.Digest && newer.Machine.Version >= r.Machine.Version {
+				err := superseded(newer, r)
+				log.Warn("standing down: a newer machine is registered", zap.Error(err))
+				g.standDown(err)
+			}
+		}
+		if first && g.down.Err() == nil {
+			g.run()
+		}
+		if g.down.Err() != nil {
+			break
 		}
 		lease = m.keepPresence(ctx, b, name, lease, log)
 		if wait.Sleep(ctx, m.renew) != nil {

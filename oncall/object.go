@@ -46,6 +46,20 @@ func Decode(d store.Document) (View, error) {
 	if len(bytes.TrimSpace(d.Status)) == 0 {
 		return o, nil
 	}
+	st, err := machineStatus(d)
+	if err != nil {
+		return View{}, err
+	}
+	o.State, o.Phase, o.Since = st.Target, st.Phase, st.Since
+	o.Operation, o.Failure, o.Refused = st.Operation, st.Failure, st.Refused
+	o.Conditions, o.Paused, o.Commands = st.Conditions, st.Paused, st.Commands
+	return o, nil
+}
+
+// machineStatus decodes the machine's part of the status of d, a status
+// written: states and phases a user's type writes as JSON numbers become
+// their decimal text.
+func machineStatus(d store.Document) (statemachine.Status[string, string], error) {
 	var st statemachine.Status[string, string]
 	if err := json.Unmarshal(d.Status, &st); err != nil {
 		// Some state or phase is not a string: write each as its text.
@@ -53,20 +67,17 @@ func Decode(d store.Document) (View, error) {
 		dec := json.NewDecoder(bytes.NewReader(d.Status))
 		dec.UseNumber()
 		if dec.Decode(&raw) != nil {
-			return View{}, fmt.Errorf("oncall: the status of %s %q: %w", d.Meta.Kind, d.Meta.Key, err)
+			return st, fmt.Errorf("oncall: the status of %s %q: %w", d.Meta.Kind, d.Meta.Key, err)
 		}
 		for _, p := range statePaths {
 			textAt(raw, p)
 		}
 		b, _ := json.Marshal(raw)
 		if err := json.Unmarshal(b, &st); err != nil {
-			return View{}, fmt.Errorf("oncall: the status of %s %q: %w", d.Meta.Kind, d.Meta.Key, err)
+			return st, fmt.Errorf("oncall: the status of %s %q: %w", d.Meta.Kind, d.Meta.Key, err)
 		}
 	}
-	o.State, o.Phase, o.Since = st.Target, st.Phase, st.Since
-	o.Operation, o.Failure, o.Refused = st.Operation, st.Failure, st.Refused
-	o.Conditions, o.Paused, o.Commands = st.Conditions, st.Paused, st.Commands
-	return o, nil
+	return st, nil
 }
 
 // textAt replaces the JSON number at path in v with its text.

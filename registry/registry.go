@@ -27,6 +27,11 @@ func Kinds() []string { return []string{Kind} }
 // ErrUnregistered is returned for a kind no Manager recorded a machine of.
 var ErrUnregistered = errors.New("registry: no machine registered for the kind")
 
+// ErrSuperseded is returned by [Put] for an entry whose machine declares a
+// lower version than the machine recorded: a newer version of the machine
+// drives the kind.
+var ErrSuperseded = errors.New("registry: a newer machine is registered for the kind")
+
 // putAttempts is how many times [Put] reads the stored entry again after a
 // write conflicted with another replica's.
 const putAttempts = 3
@@ -38,6 +43,9 @@ type Entry struct {
 	// Machine is the machine, with states and phases written as their
 	// String forms; statemachine.New builds it again.
 	Machine statemachine.Descriptor `json:"machine"`
+	// Digest is the machine's digest (statemachine.Machine.Digest): two
+	// entries with one digest record the same machine.
+	Digest string `json:"digest,omitempty"`
 	// Finalizers are the finalizers the driver puts on the kind's documents
 	// and removes when it has cleaned up.
 	Finalizers []string `json:"finalizers,omitempty"`
@@ -124,7 +132,9 @@ func Decode(d store.Document) (Entry, error) {
 
 // Put writes e in b unless b holds it already, as far as it describes the
 // machine (the kind, the machine, the finalizers and the presence prefix:
-// not who recorded it, nor when). It reports whether it wrote.
+// not who recorded it, nor when). It reports whether it wrote. It does
+// not replace an entry whose machine declares a higher version than e's:
+// it returns an error matching [ErrSuperseded] instead.
 func Put(ctx context.Context, b store.Backend, e Entry) (bool, error) {
 	spec, err := json.Marshal(e)
 	if err != nil {
@@ -142,6 +152,10 @@ func Put(ctx context.Context, b store.Backend, e Entry) (bool, error) {
 			var stored Entry
 			if json.Unmarshal(doc.Spec, &stored) == nil && bytes.Equal(machinePart(stored), want) {
 				return false, nil
+			}
+			if stored.Machine.Version > e.Machine.Version {
+				return false, fmt.Errorf("%w: %s: version %d is recorded, not replaced by version %d",
+					ErrSuperseded, e.Kind, stored.Machine.Version, e.Machine.Version)
 			}
 			doc.Spec = spec
 			_, err = b.UpdateSpec(ctx, doc)

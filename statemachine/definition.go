@@ -87,6 +87,15 @@ type Definition[S, P comparable] struct {
 	// earlier phases (a RuntimeDomain's Deleted → Creating on restart). Each must
 	// be an edge of a rule or a completion.
 	Cycles []Edge[P] `json:"cycles,omitempty"`
+
+	// Version numbers the machine's releases: a new release of a machine
+	// that changes it declares a higher version. A Manager (package
+	// manager) running an older version of the machine stands down for
+	// the kind once a newer one is registered. Zero is the first.
+	Version int `json:"version,omitempty"`
+	// Migrations declare how the status a previous version of the
+	// machine wrote is carried onto this one (see [Machine.Carry]).
+	Migrations Migrations[S, P] `json:"migrations,omitzero"`
 }
 
 // PhaseSpec declares one phase.

@@ -42,6 +42,15 @@ func (m *Machine[S, P]) Descriptor() Descriptor {
 		Bounds:      d.Bounds,
 		Unreachable: mapAll(d.Unreachable, stringPair[S, P]),
 		Cycles:      mapAll(d.Cycles, stringEdge[P]),
+		Version:     d.Version,
+		Migrations: Migrations[string, string]{
+			States: mapAll(d.Migrations.States, func(r Rename[S]) Rename[string] {
+				return Rename[string]{From: fmt.Sprint(r.From), To: fmt.Sprint(r.To)}
+			}),
+			Phases: mapAll(d.Migrations.Phases, func(r Rename[P]) Rename[string] { return Rename[string]{From: str(r.From), To: str(r.To)} }),
+			Steps:  slices.Clone(d.Migrations.Steps),
+			Resume: mapAll(d.Migrations.Resume, func(r Resume[P]) Resume[string] { return Resume[string]{Phase: str(r.Phase), At: r.At} }),
+		},
 	}
 	out.Phases = mapAll(d.Phases, func(ps PhaseSpec[P]) PhaseSpec[string] {
 		return PhaseSpec[string]{

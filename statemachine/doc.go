@@ -81,6 +81,18 @@
 //
 // The build's liveness check follows these moves too.
 //
+// # Versions and migrations
+//
+// A machine changes between releases. [Definition.Version] numbers them,
+// and [Definition.Migrations] declare how a status the previous version
+// wrote is carried onto the new one: a state retired for another, a phase
+// renamed, a step renamed or removed, an operation restarted or resumed at
+// a named step. [Machine.Carry] carries one status, or returns the
+// [Strand] that says why it cannot be carried; a [StrandedError] lists
+// the documents of a kind stranded so ([ErrStranded]). [Machine.Digest]
+// identifies a machine, and [Machine.Compare] lists what changed since a
+// previous version.
+//
 // # Diagrams
 //
 // [Machine.Mermaid] and [Machine.DOT] render a machine for docs; the concept

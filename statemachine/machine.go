@@ -236,5 +236,6 @@ func cloneDefinition[S, P comparable](d Definition[S, P]) Definition[S, P] {
 	}
 	d.Unreachable = slices.Clone(d.Unreachable)
 	d.Cycles = slices.Clone(d.Cycles)
+	d.Migrations = d.Migrations.clone()
 	return d
 }

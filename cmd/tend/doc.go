@@ -26,6 +26,7 @@
 //	tend describe KIND KEY
 //	tend stuck [KIND] [-o table|json|yaml]
 //	tend machine KIND [--format mermaid|dot|json]
+//	tend machine diff KIND FILE [-o table|json|yaml]
 //	tend pause KIND KEY [--reason R]
 //	tend resume KIND KEY
 //	tend retry KIND KEY [--wait]
@@ -50,6 +51,7 @@
 //	   or no store where --store points
 //	4  refused: the action was not taken: not confirmed, invalid for the
 //	   document (nothing to retry, unknown step…), a served kind's
-//	   finalizer without --force, or refused by the controller (--wait)
+//	   finalizer without --force, or refused by the controller (--wait);
+//	   machine diff: the new machine would strand documents
 //	5  stuck found: tend stuck listed at least one document
 package main

@@ -30,7 +30,8 @@ const exitCodes = `Exit codes:
      or no store where --store points
   4  refused: the action was not taken: not confirmed, invalid for the
      document (nothing to retry, unknown step…), a served kind's finalizer
-     without --force, or refused by the controller (--wait)
+     without --force, or refused by the controller (--wait); machine diff:
+     the new machine would strand documents
   5  stuck found: tend stuck listed at least one document`
 
 // codedError is an error that ends the command with its exit code. Every

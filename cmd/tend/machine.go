@@ -45,5 +45,6 @@ descriptor the controllers recorded.`,
 	}
 	cmd.Flags().StringVar(&format, "format", "mermaid", "mermaid, dot or json")
 	_ = cmd.RegisterFlagCompletionFunc("format", cobra.FixedCompletions([]string{"mermaid", "dot", "json"}, cobra.ShellCompDirectiveNoFileComp))
+	cmd.AddCommand(newMachineDiff(o))
 	return cmd
 }

@@ -25,6 +25,12 @@ func postgresURL(t testing.TB) string {
 // dropped when the test ends, and its --store value.
 func postgresStore(t testing.TB) (*postgres.Store, string) {
 	t.Helper()
+	return postgresStoreOf(t, testKinds)
+}
+
+// postgresStoreOf is postgresStore, with the kinds given.
+func postgresStoreOf(t testing.TB, kinds []string) (*postgres.Store, string) {
+	t.Helper()
 	ctx := context.Background()
 	u := postgresURL(t)
 	pool, err := pgxpool.New(ctx, u)
@@ -38,7 +44,7 @@ func postgresStore(t testing.TB) (*postgres.Store, string) {
 			t.Errorf("drop schema %s: %v", schema, err)
 		}
 	})
-	s, err := postgres.New(ctx, postgres.Config{Pool: pool, Schema: schema, Kinds: testKinds})
+	s, err := postgres.New(ctx, postgres.Config{Pool: pool, Schema: schema, Kinds: kinds})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -91,4 +91,11 @@
 // sequences that reach a state a shorter one reached. The search is
 // deterministic: a defect within its depth is found on every run, which is
 // what a test of a planted defect needs.
+//
+// # A new version of the machine against a snapshot
+//
+// [CheckCarried] checks that a new version of a machine carries on every
+// document of a snapshot — what `tend get KIND -o json` writes, read with
+// [ReadSnapshot] or [ParseSnapshot] — and lists those it would strand, so
+// a team runs it in CI before it deploys the new version.
 package drivertest
