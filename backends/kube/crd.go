@@ -26,9 +26,9 @@ const installPoll = 100 * time.Millisecond
 // version gvk.Version served and stored, spec and status of any JSON shape
 // (x-kubernetes-preserve-unknown-fields) and the status subresource, so that
 // spec and status have separate writers. [Store.Install] installs one per
-// kind at version [Version]; install others with
-// [Client.InstallDefinitions], or marshal the definition to JSON or YAML and
-// apply it as a manifest. The API server checks the names when the
+// kind at version [Version], with more ([Store.Definitions]); install others
+// with [Client.InstallDefinitions], or marshal the definition to JSON or
+// YAML and apply it as a manifest. The API server checks the names when the
 // definition is installed.
 func CustomResourceDefinition(gvk schema.GroupVersionKind) *unstructured.Unstructured {
 	plural := Plural(gvk.Kind)
@@ -59,19 +59,31 @@ func CustomResourceDefinition(gvk schema.GroupVersionKind) *unstructured.Unstruc
 }
 
 // Install installs the CustomResourceDefinition of every kind of the store
-// ([CustomResourceDefinition] at version [Version]), bringing existing ones
-// up to date, and waits until the API server serves them all: it is
+// ([Store.Definitions]), bringing existing ones up to date (a kind moved
+// from [Config.Kinds] to [Config.Types] gets its schemas and columns), and
+// waits until the API server serves them all: it is
 // [Client.InstallDefinitions] under the store's field manager, taking over
 // fields another manager changed. It needs the right to read and write
 // customresourcedefinitions, which a store's own identity usually lacks: run
 // it at deployment with an administrator's configuration, or apply the
 // definitions as manifests.
 func (s *Store) Install(ctx context.Context) error {
+	return s.client.InstallDefinitions(ctx, s.Definitions(), InstallOptions{})
+}
+
+// Definitions returns the CustomResourceDefinitions of the store's kinds,
+// as [Store.Install] installs them, in the order of [Store.Kinds]:
+// [CustomResourceDefinition] at version [Version] in the category
+// [Category] (so `kubectl get tend` lists every kind), with, for a kind of
+// [Config.Types], the schemas of its spec and status and, when it is
+// driven, the columns State, Phase, Ready and Age. Marshal them to JSON or
+// YAML to apply them as manifests.
+func (s *Store) Definitions() []*unstructured.Unstructured {
 	defs := make([]*unstructured.Unstructured, len(s.names))
 	for i, kind := range s.names {
-		defs[i] = CustomResourceDefinition(schema.GroupVersionKind{Group: s.cfg.Group, Version: Version, Kind: kind})
+		defs[i] = s.definition(kind)
 	}
-	return s.client.InstallDefinitions(ctx, defs, InstallOptions{})
+	return defs
 }
 
 // InstallOptions says how [Client.InstallDefinitions] treats definitions

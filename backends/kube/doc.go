@@ -4,7 +4,8 @@
 // audit logs and the garbage collector see it. Its [Client] acts on the
 // objects such controllers manage.
 //
-//	s, err := kube.New(kube.Config{REST: restConfig, Kinds: []string{"ApiGateway"}, Namespace: "gateways"})
+//	s, err := kube.New(kube.Config{REST: restConfig, Namespace: "gateways",
+//		Types: []kube.Kind{kube.KindOf[GatewaySpec, GatewayStatus]("ApiGateway")}})
 //	if err != nil { ... }
 //	if err := s.Install(ctx); err != nil { ... } // or apply the definitions as manifests
 //
@@ -12,10 +13,33 @@
 //
 // Each kind is a namespaced CustomResourceDefinition in [Config.Group]
 // (default "store.tend.dev"), version v1, resource [Plural] of the kind,
-// with the status subresource and spec and status of any JSON shape; see
-// [CustomResourceDefinition]. [Store.Install] creates or updates them and
-// waits until they are served; without them every call fails with
-// [ErrNotInstalled].
+// in the category "tend", with the status subresource; see
+// [Store.Definitions]. [Store.Install] creates or updates them and waits
+// until they are served; without them every call fails with
+// [ErrNotInstalled]. The spec and status of a kind of [Config.Kinds] may be
+// any JSON; those of a kind of [Config.Types] have the schemas of their Go
+// types (see below).
+//
+// # At home in kubectl
+//
+// A kind given with its Go types ([KindOf]) has a definition that
+// describes them ([SchemaOf], by encoding/json's rules): `kubectl explain`
+// documents their fields from `description` struct tags (the machine's
+// status fields come described), and the API server refuses a spec or
+// status of the wrong shape (store.ErrInvalid) before any controller reads
+// it. When its status embeds statemachine.Status, the kind is driven and
+// `kubectl get` shows:
+//
+//	NAME                                    STATE     PHASE      READY     AGE
+//	gw-1-f5135b2765fda46992f81bd08c88b716   Running   Running    Settled   3m
+//	gw-2-740cf10319fd90ab25fe2476eab9786a   Running   Creating   Working   12s
+//
+// READY is the summary the store writes into the status with each status
+// write ([SummaryField]; Paused, Fault, Refused, Working or Settled) and
+// leaves out of the status it returns. It is worked out when the status is
+// written, so after a spec change it says what it said until the controller
+// next writes the status. `kubectl get tend` lists the documents of every
+// kind of every store at once.
 //
 // A store works in one namespace ([Config.Namespace]); stores in different
 // namespaces are independent. A document's key is not a valid object name in

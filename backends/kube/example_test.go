@@ -2,6 +2,7 @@ package kube_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log"
@@ -13,10 +14,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/tendhq/tend/backends/kube"
 	"github.com/tendhq/tend/finalizer"
+	"github.com/tendhq/tend/statemachine"
 )
 
 // Each document is an object whose name is derived from its key; the key
@@ -207,4 +210,77 @@ func ExampleSetOwner() {
 	// Output:
 	// Deployment web true true
 	// kube: owner Deployment.apps shop/web of billing/elsewhere: store: invalid: a namespaced owner must be in its dependent's namespace
+}
+
+// The schema of a spec type, as the definition of its kind carries it:
+// `kubectl explain` shows the description tags, and the API server refuses
+// a spec of another shape.
+func ExampleSchemaOf() {
+	type ServerSpec struct {
+		State    string            `json:"state" description:"The intent: Running or Stopped."`
+		Replicas int32             `json:"replicas,omitempty" description:"How many replicas run."`
+		Labels   map[string]string `json:"labels,omitempty"`
+	}
+	s, err := kube.SchemaOf[ServerSpec]()
+	if err != nil {
+		log.Fatal(err)
+	}
+	b, _ := json.MarshalIndent(s, "", "  ")
+	fmt.Println(string(b))
+	// Output:
+	// {
+	//   "properties": {
+	//     "labels": {
+	//       "additionalProperties": {
+	//         "type": "string"
+	//       },
+	//       "nullable": true,
+	//       "type": "object"
+	//     },
+	//     "replicas": {
+	//       "description": "How many replicas run.",
+	//       "maximum": 2147483647,
+	//       "minimum": -2147483648,
+	//       "type": "integer"
+	//     },
+	//     "state": {
+	//       "description": "The intent: Running or Stopped.",
+	//       "type": "string"
+	//     }
+	//   },
+	//   "type": "object"
+	// }
+}
+
+// A driven kind — its status embeds the machine's — gets the columns State,
+// Phase, Ready and Age in `kubectl get`, and every kind the category tend.
+func ExampleKindOf() {
+	type ServerSpec struct {
+		State string `json:"state"`
+	}
+	type ServerStatus struct {
+		statemachine.Status[string, string]
+		Address string `json:"address,omitempty" description:"Where the server answers."`
+	}
+	s, err := kube.New(kube.Config{
+		REST:  &rest.Config{Host: "https://kube.example.com"},
+		Types: []kube.Kind{kube.KindOf[ServerSpec, ServerStatus]("Server")},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	def := s.Definitions()[0]
+	categories, _, _ := unstructured.NestedStringSlice(def.Object, "spec", "names", "categories")
+	versions, _, _ := unstructured.NestedSlice(def.Object, "spec", "versions")
+	fmt.Println(def.GetName(), categories)
+	for _, c := range versions[0].(map[string]any)["additionalPrinterColumns"].([]any) {
+		c := c.(map[string]any)
+		fmt.Println(c["name"], c["jsonPath"])
+	}
+	// Output:
+	// servers.store.tend.dev [tend]
+	// State .status.target
+	// Phase .status.phase
+	// Ready .status.tendSummary
+	// Age .metadata.creationTimestamp
 }

@@ -144,6 +144,9 @@ func (s *Store) document(kind string, u *unstructured.Unstructured) (store.Docum
 		if !ok {
 			continue
 		}
+		if m, ok := v.(map[string]any); ok && field == "status" && s.typed[kind].driven {
+			v = withoutSummary(m)
+		}
 		b, err := encode(v)
 		if err != nil {
 			return store.Document{}, false, fmt.Errorf("%s: %w", field, err)
@@ -174,3 +177,34 @@ func parseRevision(rv string) (int64, error) {
 func formatRevision(rev int64) string { return strconv.FormatInt(rev, 10) }
 
 func typesUID(uid string) types.UID { return types.UID(uid) }
+
+// withoutSummary returns the status m without the summary the store wrote
+// into it ([SummaryField]).
+func withoutSummary(m map[string]any) map[string]any {
+	if _, ok := m[SummaryField]; !ok {
+		return m
+	}
+	out := make(map[string]any, len(m)-1)
+	for k, v := range m {
+		if k != SummaryField {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// summaryOf returns the summary of a driven document's status payload,
+// written when its spec is at generation; "" for no status.
+func summaryOf(status []byte, generation int64) string {
+	var m map[string]any
+	if len(status) == 0 || utiljson.Unmarshal(status, &m) != nil || m == nil {
+		return ""
+	}
+	return summary(m, generation)
+}
+
+// writtenSummary returns the summary stored in the object u.
+func writtenSummary(u *unstructured.Unstructured) string {
+	s, _, _ := unstructured.NestedString(u.Object, "status", SummaryField)
+	return s
+}

@@ -32,8 +32,14 @@ type Config struct {
 	// are zero); each update is two requests, a read and a write.
 	REST *rest.Config
 	// Kinds are the document kinds the store holds, one custom resource of
-	// Group each. Required; each must pass [store.ValidateKind].
+	// Group each, whose spec and status may be any JSON. Each must pass
+	// [store.ValidateKind]. Kinds or Types is required.
 	Kinds []string
+	// Types are kinds the store holds whose spec and status have Go types
+	// ([KindOf]): their definitions carry schemas generated from the types
+	// ([SchemaOf]) and, for driven kinds, the columns State, Phase, Ready
+	// and Age. A kind is in Kinds or in Types, not both.
+	Types []Kind
 	// Namespace holds the store's documents and leases; it must exist.
 	// Stores in different namespaces are independent. Default
 	// [DefaultNamespace].
@@ -55,7 +61,8 @@ type Store struct {
 	client *Client // installs the definitions
 	dyn    dynamic.Interface
 	kinds  map[string]bool
-	names  []string // cfg.Kinds, sorted
+	names  []string                  // the kinds of cfg.Kinds and cfg.Types, sorted
+	typed  map[string]kindDefinition // the kinds of cfg.Types
 }
 
 var (
@@ -64,14 +71,15 @@ var (
 )
 
 // New returns a store on the API server cfg.REST points to. It checks the
-// configuration and makes no request.
+// configuration, builds the schemas of [Config.Types] (a type with none
+// fails with an error matching [ErrUnsupportedType]) and makes no request.
 func New(cfg Config) (*Store, error) {
-	cfg.Kinds = slices.Clone(cfg.Kinds)
+	cfg.Kinds, cfg.Types = slices.Clone(cfg.Kinds), slices.Clone(cfg.Types)
 	if cfg.REST == nil {
 		return nil, errors.New("kube: Config.REST is required")
 	}
-	if len(cfg.Kinds) == 0 {
-		return nil, errors.New("kube: Config.Kinds is empty")
+	if len(cfg.Kinds) == 0 && len(cfg.Types) == 0 {
+		return nil, errors.New("kube: Config.Kinds and Config.Types are empty")
 	}
 	if cfg.Namespace == "" {
 		cfg.Namespace = DefaultNamespace
@@ -88,9 +96,19 @@ func New(cfg Config) (*Store, error) {
 	if errs := validation.IsDNS1123Subdomain(cfg.Group); len(errs) > 0 || !strings.Contains(cfg.Group, ".") {
 		return nil, fmt.Errorf("kube: group %q: must be a DNS subdomain with at least one dot", cfg.Group)
 	}
-	kinds := make(map[string]bool, len(cfg.Kinds))
-	plurals := make(map[string]string, len(cfg.Kinds))
-	for _, k := range cfg.Kinds {
+	kinds := make(map[string]bool, len(cfg.Kinds)+len(cfg.Types))
+	plurals := make(map[string]string, len(cfg.Kinds)+len(cfg.Types))
+	typed := make(map[string]kindDefinition, len(cfg.Types))
+	names := slices.Clone(cfg.Kinds)
+	for _, k := range cfg.Types {
+		d, err := typedDefinition(k)
+		if err != nil {
+			return nil, fmt.Errorf("kube: %w", err)
+		}
+		typed[k.name] = d
+		names = append(names, k.name)
+	}
+	for _, k := range names {
 		if err := store.ValidateKind(k); err != nil {
 			return nil, fmt.Errorf("kube: %w", err)
 		}
@@ -108,14 +126,8 @@ func New(cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	names := slices.Sorted(func(yield func(string) bool) {
-		for k := range kinds {
-			if !yield(k) {
-				return
-			}
-		}
-	})
-	return &Store{cfg: cfg, client: client, dyn: client.dyn, kinds: kinds, names: names}, nil
+	slices.Sort(names)
+	return &Store{cfg: cfg, client: client, dyn: client.dyn, kinds: kinds, names: names, typed: typed}, nil
 }
 
 // Kinds returns the configured kinds, sorted.
@@ -368,11 +380,18 @@ func (s *Store) UpdateStatus(ctx context.Context, doc store.Document) (store.Doc
 	if err != nil {
 		return store.Document{}, err
 	}
-	if string(status) == string(cur.Status) {
+	sum, written := "", ""
+	if s.typed[kind].driven {
+		sum, written = summaryOf(status, cur.Meta.Generation), writtenSummary(u)
+	}
+	if string(status) == string(cur.Status) && sum == written {
 		return cur, nil
 	}
 	if err := setPayload(u, "status", status); err != nil {
 		return store.Document{}, &store.Error{Op: op, Kind: kind, Key: key, Err: err}
+	}
+	if m, ok := u.Object["status"].(map[string]any); ok && sum != "" {
+		m[SummaryField] = sum
 	}
 	out, err := s.resource(kind).UpdateStatus(ctx, u, metav1.UpdateOptions{FieldManager: s.cfg.FieldManager})
 	if err != nil {
