@@ -15,13 +15,20 @@ import (
 // planted defect on every run. See [Search].
 func Explore[Spec driver.HasIntent[S], Status any, S, P comparable](t *testing.T, cfg Config[Spec, Status, S, P], depth int) {
 	t.Helper()
-	f, err := Search[Spec, Status](t, cfg, depth)
+	f, n, err := search[Spec, Status](t, cfg, depth)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if f != nil {
 		t.Fatal(f)
 	}
+	t.Logf("drivertest: explored %d sequences of up to %d actions, %d distinct states", n.sequences, depth, n.states)
+}
+
+// explored counts what a search explored.
+type explored struct {
+	sequences int // runs made
+	states    int // distinct states they reached
 }
 
 // Search explores cfg breadth first and returns the first failure, a
@@ -43,12 +50,19 @@ func Explore[Spec driver.HasIntent[S], Status any, S, P comparable](t *testing.T
 // Each sequence runs on a new store and world, built from one fixed seed.
 func Search[Spec driver.HasIntent[S], Status any, S, P comparable](t *testing.T, cfg Config[Spec, Status, S, P], depth int) (*Failure, error) {
 	t.Helper()
+	f, _, err := search[Spec, Status](t, cfg, depth)
+	return f, err
+}
+
+// search is Search, and counts what it explored.
+func search[Spec driver.HasIntent[S], Status any, S, P comparable](t *testing.T, cfg Config[Spec, Status, S, P], depth int) (*Failure, explored, error) {
+	var n explored
 	cfg, err := cfg.validate()
 	if err != nil {
-		return nil, err
+		return nil, n, err
 	}
 	if depth < 0 {
-		return nil, fmt.Errorf("%w: negative depth %d", ErrInvalidConfig, depth)
+		return nil, n, fmt.Errorf("%w: negative depth %d", ErrInvalidConfig, depth)
 	}
 	alphabet := exploredActions(cfg)
 	type node struct {
@@ -58,11 +72,13 @@ func Search[Spec driver.HasIntent[S], Status any, S, P comparable](t *testing.T,
 	seen := map[string]bool{}
 	// try runs n and reports its failure, and whether it reached a state
 	// no shorter sequence reached.
-	try := func(n node) (*Failure, bool) {
-		actions := append([]action[S]{{kind: doStart}}, n.actions...)
-		f, fp := execute[Spec, Status](t, cfg, 1, n.first, false, actions)
+	try := func(nd node) (*Failure, bool) {
+		actions := append([]action[S]{{kind: doStart}}, nd.actions...)
+		f, fp := execute[Spec, Status](t, cfg, 1, nd.first, false, actions)
 		fresh := !seen[fp]
 		seen[fp] = true
+		n.sequences++
+		n.states = len(seen)
 		return f, fresh
 	}
 	var frontier []node
@@ -70,20 +86,20 @@ func Search[Spec driver.HasIntent[S], Status any, S, P comparable](t *testing.T,
 		if cfg.Machine.Admit(s, cfg.Machine.Initial()) != nil {
 			continue
 		}
-		n := node{first: s}
-		if f, _ := try(n); f != nil {
-			return f, nil
+		nd := node{first: s}
+		if f, _ := try(nd); f != nil {
+			return f, n, nil
 		}
-		frontier = append(frontier, n)
+		frontier = append(frontier, nd)
 	}
 	for range depth {
 		var next []node
-		for _, n := range frontier {
+		for _, nd := range frontier {
 			for _, a := range alphabet {
-				child := node{first: n.first, actions: append(slices.Clip(n.actions), a)}
+				child := node{first: nd.first, actions: append(slices.Clip(nd.actions), a)}
 				f, fresh := try(child)
 				if f != nil {
-					return f, nil
+					return f, n, nil
 				}
 				if fresh {
 					next = append(next, child)
@@ -92,7 +108,7 @@ func Search[Spec driver.HasIntent[S], Status any, S, P comparable](t *testing.T,
 		}
 		frontier = next
 	}
-	return nil, nil
+	return nil, n, nil
 }
 
 // exploredActions returns the actions an exploration of cfg tries.

@@ -73,6 +73,8 @@ type run[Spec driver.HasIntent[S], Status any, S, P comparable] struct {
 	instant     time.Time                  // the virtual instant of the last reconcile
 	reconciles  int                        // the reconciles at instant
 	servedBy    map[string]map[string]bool // request token → ids of the operations that carried it
+	ops         map[string]*opRecord       // by operation id
+	checked     map[string]bool            // request tokens seen recorded served
 	problems    []string
 	tokens      int
 	restarts    sync.WaitGroup // replicas being restarted
@@ -103,7 +105,7 @@ type streak struct {
 func newRun[Spec driver.HasIntent[S], Status any, S, P comparable](ctx context.Context, cfg Config[Spec, Status, S, P], rnd *rand.Rand, logf func(string, ...any)) (*run[Spec, Status, S, P], error) {
 	r := &run[Spec, Status, S, P]{cfg: cfg, ctx: ctx, logf: logf,
 		edges: map[statemachine.Edge[P]]bool{}, moot: map[string]bool{}, flips: map[string]int{}, broken: map[string]bool{},
-		partitioned: map[int]bool{}, inFlight: map[string]int{}, servedBy: map[string]map[string]bool{}}
+		partitioned: map[int]bool{}, inFlight: map[string]int{}, servedBy: map[string]map[string]bool{}, ops: map[string]*opRecord{}, checked: map[string]bool{}}
 	var err error
 	if r.mem, err = memory.New(memory.Config{Kinds: cfg.Kinds}); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
@@ -398,9 +400,18 @@ func (r *run[Spec, Status, S, P]) enter(rep *replica, name string, obj *store.Ob
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	fail := func(format string, args ...any) { r.problems = append(r.problems, fmt.Sprintf(format, args...)) }
+	rec := r.op(opID)
+	if rec.calls[name] == 0 {
+		rec.order = append(rec.order, name)
+	}
+	rec.calls[name]++
+	if len(r.partitioned) > 0 {
+		rec.cut = true
+	}
+	op := rec.name
 	if r.inFlight[obj.Key] > 0 {
 		fail("step %q of %s ran on replica %d while replica %d was in a step call of the same document",
-			name, opID, rep.id, r.inFlight[obj.Key]-1)
+			name, op, rep.id, r.inFlight[obj.Key]-1)
 	}
 	r.inFlight[obj.Key] = rep.id + 1
 	// The operation a crash now would run the step under: the one stored,
@@ -414,17 +425,17 @@ func (r *run[Spec, Status, S, P]) enter(rep *replica, name string, obj *store.Ob
 	case ms == nil: // removed meanwhile: nothing to check against
 	case ms.Operation == nil && ms.ObservedGeneration == 0 && opID == stored.UID:
 	case ms.Operation == nil || ms.Operation.ID != opID:
-		fail("step %q ran under operation %s, which is not the operation stored (%+v)", name, opID, ms.Operation)
+		fail("step %q ran under operation %s, which is not the operation stored (%s)", name, op, r.describeStored(ms.Operation))
 	case !ms.Operation.RetryAt.IsZero() && now.Before(ms.Operation.RetryAt) &&
 		stored.Generation == ms.ObservedGeneration && stored.Terminating() == ms.ObservedDeletion:
 		fail("step %q of %s ran at %v, before its stored retry time %v, with no change of spec since",
-			name, opID, now.Format(time.StampMilli), ms.Operation.RetryAt.Format(time.StampMilli))
+			name, op, virtual(now), virtual(ms.Operation.RetryAt))
 	}
 	if s := r.streak; s != nil && s.op == opID && s.step == name && s.generation == obj.Generation && s.terminating == obj.Terminating() {
 		s.calls++
 		if allowed := 1 + callsWithin(r.backoff, now.Sub(s.start)) + r.disruptions - s.disruptions; s.calls > allowed {
 			fail("step %q of %s failed and was called %d times in %v; its backoff allows %d",
-				name, opID, s.calls, now.Sub(s.start), allowed)
+				name, op, s.calls, now.Sub(s.start), allowed)
 			r.streak = nil
 		}
 	}
@@ -438,10 +449,13 @@ func (r *run[Spec, Status, S, P]) enter(rep *replica, name string, obj *store.Ob
 	}
 	touch := r.touch
 	r.touch = false
+	if f.kind == doSlow && f.d >= r.cfg.LeaseDuration {
+		rec.cut = true
+	}
 	if f.kind != doIntent {
-		r.logf("  step %q of %s on replica %d: %v", name, opID, rep.id, f)
+		r.logf("  step %q of %s on replica %d: %v", name, op, rep.id, f)
 	} else {
-		r.logf("  step %q of %s on replica %d", name, opID, rep.id)
+		r.logf("  step %q of %s on replica %d", name, op, rep.id)
 	}
 	if touch {
 		r.logf("  labels written by someone else during the call")
@@ -455,6 +469,7 @@ func (r *run[Spec, Status, S, P]) exit(rep *replica, obj *store.Object[Spec, Sta
 	defer r.mu.Unlock()
 	r.inFlight[obj.Key] = 0
 	failed := err != nil || out == statemachine.Failed || out == statemachine.FailedTerminal || out == 0
+	r.op(opID).lastFailed = failed || rep.dead.Load()
 	switch s := r.streak; {
 	case !failed || rep.dead.Load():
 		// A replica that died in the call records nothing: the next call
@@ -464,6 +479,14 @@ func (r *run[Spec, Status, S, P]) exit(rep *replica, obj *store.Object[Spec, Sta
 		r.streak = &streak{op: opID, step: name, generation: obj.Generation, terminating: obj.Terminating(),
 			start: time.Now(), calls: 1, disruptions: r.disruptions}
 	}
+}
+
+// describeStored describes the operation stored, for a report.
+func (r *run[Spec, Status, S, P]) describeStored(op *statemachine.Operation[P]) string {
+	if op == nil {
+		return "none"
+	}
+	return fmt.Sprintf("%s, phase %v, done %v", r.op(op.ID).name, op.Phase, op.Done)
 }
 
 // callsWithin returns how many retries of a failing step backoff b allows
@@ -551,11 +574,17 @@ func (r *run[Spec, Status, S, P]) requests(ms *statemachine.Status[S, P]) {
 			}
 		}
 	}
+	// A token is checked in the write that first records it served: an
+	// operation carried it, or the write records the request refused, or
+	// a phase declares the request moot.
 	for _, rq := range ms.Requests {
 		for _, tok := range rq.Served {
-			if len(r.servedBy[tok]) == 0 && !r.moot[rq.Name] && rq.Refused != tok {
+			if r.checked[tok] {
+				continue
+			}
+			r.checked[tok] = true
+			if len(r.servedBy[tok]) == 0 && !r.moot[rq.Name] && rq.Refused == "" {
 				r.problems = append(r.problems, fmt.Sprintf("request %s %s recorded served, but no operation carried it", rq.Name, tok))
-				r.servedBy[tok] = map[string]bool{"": true} // reported once
 			}
 		}
 	}
