@@ -42,8 +42,11 @@ func (r *run[Spec, Status, S, P]) act(a action[S]) {
 		r.mu.Unlock()
 	case doRecreate:
 		r.create(a.intent, false)
-	case doFail, doFailAfter, doTerminal, doPanic, doSlow, doCrashAfter:
+	case doFail, doFailAfter, doTerminal, doPanic, doSlow, doCrashAfter: // a.stepFault()
 		r.mu.Lock()
+		if r.oneFault {
+			r.oneShot = r.oneShot[:0]
+		}
 		r.oneShot = append(r.oneShot, a)
 		r.mu.Unlock()
 	case doBreak:
@@ -71,12 +74,23 @@ func (r *run[Spec, Status, S, P]) act(a action[S]) {
 			}
 		}
 	case doSleep:
+		// Time passing lets step calls run freely, in a stepwise run too.
+		r.mu.Lock()
+		stepwise := r.gate != nil
+		r.mu.Unlock()
+		r.open()
 		if a.d == 0 {
 			synctest.Wait()
 		} else {
 			time.Sleep(a.d)
 		}
+		if stepwise {
+			r.mu.Lock()
+			r.gate = make(chan struct{})
+			r.mu.Unlock()
+		}
 	}
+	r.advance()
 	synctest.Wait() // the next action comes once everything else waits: a run replays
 	r.invariant("after: " + a.String())
 }

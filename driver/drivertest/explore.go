@@ -38,12 +38,16 @@ type explored struct {
 // The document is created with each intent the machine admits in its
 // initial phase. Then each action is one of: set each intent, ask for each
 // request, delete the document, write its labels during the next step
-// call, fail the next step call, crash the replica
-// after the next step call's effect, fail every step call until healed, heal,
+// call, fail the next step call, crash the replica after the next step
+// call's effect, fail the next call of each step before its effect and
+// after it (one such fault is armed at a time: a new one replaces it),
+// fail every step call until healed, heal,
 // let a second pass, let the horizon pass; with several replicas also make
 // the next step call outlast a lease and cut a replica off the store. After
 // each action the run goes on until everything waits, and at the end of
-// each sequence the lasting faults heal and the document must settle. Sequences
+// each sequence the lasting faults heal and the document must settle. The
+// replicas start after a sequence's leading faults of the next step call,
+// so that faults reach the first operation's steps too. Sequences
 // that reach a state already reached by a shorter one (the same intent,
 // phase, operation, requests and faults) are not extended.
 //
@@ -73,8 +77,14 @@ func search[Spec driver.HasIntent[S], Status any, S, P comparable](t *testing.T,
 	// try runs n and reports its failure, and whether it reached a state
 	// no shorter sequence reached.
 	try := func(nd node) (*Failure, bool) {
-		actions := append([]action[S]{{kind: doStart}}, nd.actions...)
-		f, fp := execute[Spec, Status](t, cfg, 1, nd.first, false, actions)
+		// The replicas start after the sequence's leading faults, so
+		// that they hit the first operation's steps.
+		lead := 0
+		for lead < len(nd.actions) && nd.actions[lead].stepFault() {
+			lead++
+		}
+		actions := slices.Insert(slices.Clone(nd.actions), lead, action[S]{kind: doStart})
+		f, fp := execute[Spec, Status](t, cfg, plan[S]{seed: 1, first: nd.first, actions: actions, oneFault: true})
 		fresh := !seen[fp]
 		seen[fp] = true
 		n.sequences++
@@ -125,6 +135,14 @@ func exploredActions[Spec driver.HasIntent[S], Status any, S, P comparable](cfg 
 		action[S]{kind: doTouch},
 		action[S]{kind: doFail},
 		action[S]{kind: doCrashAfter},
+	)
+	for _, step := range cfg.Machine.Steps() {
+		out = append(out,
+			action[S]{kind: doFail, name: step},
+			action[S]{kind: doFailAfter, name: step},
+		)
+	}
+	out = append(out,
 		action[S]{kind: doBreak},
 		action[S]{kind: doHeal},
 		action[S]{kind: doSleep, d: time.Second},

@@ -79,6 +79,8 @@ type run[Spec driver.HasIntent[S], Status any, S, P comparable] struct {
 	tokens      int
 	restarts    sync.WaitGroup // replicas being restarted
 	stopping    bool           // the run is ending: no replica restarts
+	gate        chan struct{}  // closed by the next action: step calls wait for it (nil: they do not wait)
+	oneFault    bool           // one one-shot fault armed at a time
 }
 
 // replica is one incarnation of a replica: a manager running the driver's
@@ -353,7 +355,7 @@ func (r *run[Spec, Status, S, P]) isPartitioned(id int) bool {
 // in force and records failures.
 func (r *run[Spec, Status, S, P]) step(rep *replica, name string, step driver.StepFunc[Spec, Status]) driver.StepFunc[Spec, Status] {
 	return func(ctx context.Context, obj *store.Object[Spec, Status], opID string) (out statemachine.Outcome, err error) {
-		if r.park(ctx) {
+		if r.park(ctx) || !r.await(ctx) {
 			return statemachine.Failed, ctx.Err()
 		}
 		f, touch := r.enter(rep, name, obj, opID, time.Now())
@@ -389,6 +391,43 @@ func (r *run[Spec, Status, S, P]) step(rep *replica, name string, step driver.St
 			r.mu.Unlock()
 		}
 		return out, err
+	}
+}
+
+// await blocks a step call, in a stepwise run, until the next action is
+// done, and reports whether it may go on (false: ctx ended).
+func (r *run[Spec, Status, S, P]) await(ctx context.Context) bool {
+	r.mu.Lock()
+	gate := r.gate
+	r.mu.Unlock()
+	if gate == nil {
+		return true
+	}
+	select {
+	case <-gate:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// advance lets the step calls waiting for an action go on.
+func (r *run[Spec, Status, S, P]) advance() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.gate != nil {
+		close(r.gate)
+		r.gate = make(chan struct{})
+	}
+}
+
+// open lets every step call go on from now on.
+func (r *run[Spec, Status, S, P]) open() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.gate != nil {
+		close(r.gate)
+		r.gate = nil
 	}
 }
 
