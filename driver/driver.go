@@ -980,6 +980,9 @@ func (d *phaseDriver[Spec, Status, S, P]) keep(ctx context.Context, log *zap.Log
 	if err != nil {
 		return next, d.end(ctx, log, obj, w, controller.Result{}, fmt.Errorf("%s %q: %w", d.c.Kind(), obj.Key, err))
 	}
+	if r := d.terminatingRefusal(obj, c.read); r != nil && next.Refused == nil {
+		next.Refused = r // reported as any refusal is: status, log, metric, history
+	}
 	next.ObservedGeneration, next.ObservedDeletion = obj.Generation, obj.Terminating()
 	// A request command whose token this decision served is removed in
 	// the write that records it served.
