@@ -757,6 +757,7 @@ func (d *phaseDriver[Spec, Status, S, P]) flush(ctx context.Context, log *zap.Lo
 	for _, m := range moves {
 		d.report(ctx, log, written.Key, m.intent, m.read, m.next, m.now)
 		d.recordStatus(ctx, written, m.intent, m.read, m.next, m.now)
+		d.served(ctx, log, written, m.read, m.next, m.now)
 		d.commanded(ctx, log, written, m.commands, m.now)
 	}
 	*w = unwritten[Status, S, P]{stored: d.machineStatus(written), status: written.Status, encoded: encoded, moves: w.moves[:0]}
@@ -982,6 +983,9 @@ func (d *phaseDriver[Spec, Status, S, P]) keep(ctx context.Context, log *zap.Log
 	if err != nil {
 		return next, d.end(ctx, log, obj, w, controller.Result{}, fmt.Errorf("%s %q: %w", d.c.Kind(), obj.Key, err))
 	}
+	if r := d.terminatingRefusal(obj, c.read); r != nil && next.Refused == nil {
+		next.Refused = r // reported as any refusal is: status, log, metric, history
+	}
 	next.ObservedGeneration, next.ObservedDeletion = obj.Generation, obj.Terminating()
 	// A request command whose token this decision served is removed in
 	// the write that records it served.
@@ -1083,8 +1087,8 @@ func (d *phaseDriver[Spec, Status, S, P]) fold(obj *store.Object[Spec, Status], 
 }
 
 // settledMoves logs and counts what a settled object begins without a
-// change of intent: a drift repair (with what was observed), a request
-// served, moot or refused, a timer.
+// change of intent: a drift repair (with what was observed), a timer. A
+// request is counted when it is recorded served (see served).
 func (d *phaseDriver[Spec, Status, S, P]) settledMoves(log *zap.Logger, key string, dec statemachine.Decision[S, P], st statemachine.Status[S, P]) {
 	switch {
 	case len(dec.Drift) > 0:
@@ -1098,14 +1102,8 @@ func (d *phaseDriver[Spec, Status, S, P]) settledMoves(log *zap.Logger, key stri
 			ce.Write(zap.String("key", key), zap.Any("phase", dec.Phase), zap.Any("repair", dec.Next), zap.Strings("observed", observed))
 		}
 	case dec.Request != "":
-		result := "served"
-		switch {
-		case dec.RequestRefused != "":
-			result = "refused"
-		case dec.Action == statemachine.Nothing:
-			result = "moot"
-		}
-		d.metrics.Request(dec.Request, result)
+		// Counted once the write that records its tokens served is
+		// stored (see served).
 	case dec.Timer != "":
 		d.metrics.Timer(dec.Timer)
 	}

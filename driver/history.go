@@ -116,7 +116,7 @@ func (d *phaseDriver[Spec, Status, S, P]) recordStatus(ctx context.Context, obj 
 }
 
 // recordSettled records what a settled object begins without a change of
-// intent, as settledMoves logs it: a drift repair, a request, a timer.
+// intent, as settledMoves logs it: a drift repair, a timer.
 func (d *phaseDriver[Spec, Status, S, P]) recordSettled(ctx context.Context, obj *store.Object[Spec, Status], dec statemachine.Decision[S, P], st statemachine.Status[S, P]) {
 	if d.history == nil {
 		return
@@ -131,13 +131,7 @@ func (d *phaseDriver[Spec, Status, S, P]) recordSettled(ctx context.Context, obj
 		}
 		e.Type, e.To, e.Reason = history.Drift, fmt.Sprint(dec.Next), strings.Join(observed, "; ")
 	case dec.Request != "":
-		e.Type, e.Name, e.Outcome, e.Reason = history.Request, dec.Request, "served", dec.RequestRefused
-		switch {
-		case dec.RequestRefused != "":
-			e.Outcome = "refused"
-		case dec.Action == statemachine.Nothing:
-			e.Outcome = "moot"
-		}
+		return // recorded when its tokens are recorded served (see served)
 	case dec.Timer != "":
 		e.Type, e.Name = history.Timer, dec.Timer
 	default:

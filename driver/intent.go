@@ -17,7 +17,10 @@ import (
 // in that same revision, so an intent the document can no longer reach (past
 // a point of no return, or declared unreachable) is never written: the error
 // is a *statemachine.RefusalError naming the intent and the phase, and
-// matches statemachine.ErrIntentRefused.
+// matches statemachine.ErrIntentRefused. A change of intent on a document
+// whose deletion was requested is refused too, with an error matching
+// statemachine.ErrTerminating and statemachine.ErrIntentRefused: its
+// intent is the machine's final state until it is removed.
 //
 // On a conflict UpdateSpec reads the document again and calls set again on
 // the fresh spec, up to Config.ConflictRetries times. When set changes
@@ -83,6 +86,9 @@ func (d *phaseDriver[Spec, Status, S, P]) writeSpec(ctx context.Context, obj *st
 			return obj, nil
 		}
 		if intent := next.Spec.Intent(); intent != obj.Spec.Intent() {
+			if err := d.refuseTerminating(obj, intent); err != nil {
+				return nil, err
+			}
 			if err := d.m.Admit(intent, d.machineStatus(obj).Phase); err != nil {
 				return nil, fmt.Errorf("%s %q: %w", d.c.Kind(), obj.Key, err)
 			}

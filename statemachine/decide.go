@@ -209,7 +209,9 @@ type Report struct {
 //
 // In a transitional phase Decide begins the operation if none is recorded;
 // aborts it when the intent changed and the machine declares an [Abort]
-// for it; expires it when its deadline has passed; otherwise returns the
+// for it (also before the operation began: an intent that aborts the
+// initial phase's operation of a document never decided on aborts it before
+// its first step); expires it when its deadline has passed; otherwise returns the
 // first step not yet done (Backoff instead of Run while the step's retry
 // time has not come), and once all are done Complete or Wait from the
 // observed conditions (completion wins over an expired deadline). In any
@@ -237,6 +239,13 @@ func (m *Machine[S, P]) Decide(intent S, st Status[S, P], now time.Time) (Decisi
 	ps := m.phases[pi]
 	if ps.Type == Transitional {
 		op := st.Operation
+		if to, ok := m.aborts[Pair[S, P]{d.Intent, ps.Phase}]; ok && op == nil {
+			// No operation began (a document whose status was never
+			// written, in a transitional initial phase): the intent that
+			// aborts the phase's operation aborts it before its first step.
+			d.Action, d.Next = Abort, to
+			return d, nil
+		}
 		if op == nil || op.Phase != ps.Phase {
 			d.Action, d.Next = Begin, ps.Phase
 			return d, nil
@@ -482,7 +491,8 @@ func (m *Machine[S, P]) Apply(st Status[S, P], d Decision[S, P], r Report) (Stat
 			out.serve(d.Request, d.Tokens, d.RequestRefused)
 		}
 	case Begin, Abort:
-		if d.Action == Abort && (out.Operation == nil || out.Operation.ID != d.Operation.ID) {
+		if d.Action == Abort && (out.Operation == nil) != (d.Operation.ID == "") ||
+			d.Action == Abort && out.Operation != nil && out.Operation.ID != d.Operation.ID {
 			return st, fmt.Errorf("%w: aborting another operation", ErrStaleDecision)
 		}
 		out.Target = d.Intent

@@ -334,3 +334,37 @@ func TestAccessors(t *testing.T) {
 		t.Error("Definition shares the machine's slices")
 	}
 }
+
+// An intent that aborts the initial phase's operation, found before that
+// operation began (a document created with it), aborts it before its first
+// step: no step of the initial phase runs.
+func TestInitialOperationAborted(t *testing.T) {
+	d := runtimeDomain()
+	d.Aborts = []statemachine.AbortRule[string, string]{{State: "Deleted", Phase: "Creating", To: "Deleting"}}
+	m := mustNew(t, d)
+	st := m.NewStatus()
+	dec, err := m.Decide("Deleted", st, time0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dec.Action != statemachine.Abort || dec.Next != "Deleting" {
+		t.Fatalf("decided %v to %q, want Abort to Deleting", dec.Action, dec.Next)
+	}
+	next, err := m.Apply(st, dec, statemachine.Report{Now: time0, OperationID: "o1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next.Phase != "Deleting" || next.Operation == nil || next.Operation.ID != "o1" || next.Target != "Deleted" {
+		t.Fatalf("applied: phase %q, target %q, operation %+v", next.Phase, next.Target, next.Operation)
+	}
+	// The intent that begins the phase's operation still begins it.
+	if dec, _ := m.Decide("Active", st, time0); dec.Action != statemachine.Begin {
+		t.Fatalf("intent Active decided %v, want Begin", dec.Action)
+	}
+	// An abort decided before the operation began is stale once one did.
+	begun := st
+	begun.Operation = op("o0", "Creating", "Creating")
+	if _, err := m.Apply(begun, dec, statemachine.Report{Now: time0, OperationID: "o1"}); !errors.Is(err, statemachine.ErrStaleDecision) {
+		t.Fatalf("applying an abort decided before the operation began to one begun: %v, want ErrStaleDecision", err)
+	}
+}

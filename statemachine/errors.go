@@ -42,6 +42,10 @@ var (
 	// ErrIntentRefused: the machine declares the intent refused in the phase
 	// the object is in. See [RefusalError].
 	ErrIntentRefused = errors.New("statemachine: intent refused")
+	// ErrTerminating: the object's deletion was requested, so its intent
+	// is the machine's final state and a change of intent is refused. It
+	// comes with [ErrIntentRefused].
+	ErrTerminating = errors.New("statemachine: deletion requested")
 	// ErrDeclaredUnreachable: an object is in a pair declared unreachable.
 	ErrDeclaredUnreachable = errors.New("statemachine: pair declared unreachable was reached")
 	// ErrStaleDecision: [Machine.Apply] was given a decision that does not match

@@ -312,7 +312,7 @@ func ExampleMachine_Descriptor() {
 	fmt.Println(rebuilt.Name(), rebuilt.Phases()[0], d.Action)
 	fmt.Println("same diagram:", rebuilt.Mermaid() == m.Mermaid())
 	// Output:
-	// ApiGateway Creating begin
+	// ApiGateway Creating abort
 	// same diagram: true
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"testing/synctest"
 	"time"
 
@@ -41,8 +42,11 @@ func (r *run[Spec, Status, S, P]) act(a action[S]) {
 		r.mu.Unlock()
 	case doRecreate:
 		r.create(a.intent, false)
-	case doFail, doFailAfter, doTerminal, doPanic, doSlow, doCrashAfter:
+	case doFail, doFailAfter, doTerminal, doPanic, doSlow, doCrashAfter: // a.stepFault()
 		r.mu.Lock()
+		if r.oneFault {
+			r.oneShot = r.oneShot[:0]
+		}
 		r.oneShot = append(r.oneShot, a)
 		r.mu.Unlock()
 	case doBreak:
@@ -58,6 +62,7 @@ func (r *run[Spec, Status, S, P]) act(a action[S]) {
 	case doCrash:
 		r.crash(a.replica)
 	case doPartition:
+		r.markCut()
 		r.mu.Lock()
 		r.partitioned[a.replica] = true
 		r.disruptions++
@@ -69,12 +74,23 @@ func (r *run[Spec, Status, S, P]) act(a action[S]) {
 			}
 		}
 	case doSleep:
+		// Time passing lets step calls run freely, in a stepwise run too.
+		r.mu.Lock()
+		stepwise := r.gate != nil
+		r.mu.Unlock()
+		r.open()
 		if a.d == 0 {
 			synctest.Wait()
 		} else {
 			time.Sleep(a.d)
 		}
+		if stepwise {
+			r.mu.Lock()
+			r.gate = make(chan struct{})
+			r.mu.Unlock()
+		}
 	}
+	r.advance()
 	synctest.Wait() // the next action comes once everything else waits: a run replays
 	r.invariant("after: " + a.String())
 }
@@ -163,8 +179,29 @@ func (r *run[Spec, Status, S, P]) touchLabels() {
 	}
 }
 
+// markCut records that the operation stored, if any, had a replica cut
+// off the store while it ran: a deadline it reaches may be the harness's
+// doing.
+func (r *run[Spec, Status, S, P]) markCut() {
+	obj, _ := r.get()
+	if obj == nil {
+		return
+	}
+	if op := status[Spec, Status, S, P](obj).Operation; op != nil {
+		r.mu.Lock()
+		r.op(op.ID).cut = true
+		r.mu.Unlock()
+	}
+}
+
 // heal ends every fault in force.
 func (r *run[Spec, Status, S, P]) heal() {
+	r.mu.Lock()
+	cut := len(r.partitioned) > 0
+	r.mu.Unlock()
+	if cut {
+		r.markCut()
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.oneShot = nil
@@ -213,6 +250,12 @@ func (r *run[Spec, Status, S, P]) invariant(when string) {
 func (r *run[Spec, Status, S, P]) quiesce() {
 	r.logf("lasting faults heal; the document must settle within %v", r.cfg.Horizon)
 	r.mu.Lock()
+	cut := len(r.partitioned) > 0
+	r.mu.Unlock()
+	if cut {
+		r.markCut()
+	}
+	r.mu.Lock()
 	clear(r.broken)
 	clear(r.partitioned)
 	clear(r.flips)
@@ -229,6 +272,12 @@ func (r *run[Spec, Status, S, P]) quiesce() {
 		why, settled := r.settled(obj)
 		if settled {
 			r.logf("settled: %s", why)
+			if why == held {
+				if problem := r.unexplainedHold(obj.Spec.Intent(), status[Spec, Status, S, P](obj)); problem != "" {
+					r.problem("%s", problem)
+					return
+				}
+			}
 			r.invariant("at the end")
 			if obj != nil && r.world.Matches != nil && why != held {
 				if err := r.world.Matches(r.ctx, obj); err != nil {
@@ -283,7 +332,26 @@ func (r *run[Spec, Status, S, P]) settled(obj *store.Object[Spec, Status]) (stri
 		}
 		return where, true
 	}
-	return fmt.Sprintf("%s: the machine decides %v", where, d.Action), false
+	why := fmt.Sprintf("%s: the machine decides %v", where, d.Action)
+	if st.Operation != nil {
+		r.mu.Lock()
+		rec := r.op(st.Operation.ID)
+		why += fmt.Sprintf("; operation %s (%v), steps called: %s", rec.name, st.Operation.Phase, rec.describeCalls())
+		r.mu.Unlock()
+	}
+	if len(d.Pending) > 0 {
+		why += "; conditions that never held: " + joinRequires(d.Pending)
+	}
+	return why, false
+}
+
+// joinRequires joins requirements with commas.
+func joinRequires(rs []statemachine.Require) string {
+	parts := make([]string, len(rs))
+	for i, req := range rs {
+		parts[i] = req.String()
+	}
+	return strings.Join(parts, ", ")
 }
 
 // fingerprint describes the state a run has reached, for an exploration to

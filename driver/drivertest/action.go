@@ -93,3 +93,12 @@ const anyStep = ""
 
 // flipped is how many observations of a condition a doFlip reads false.
 const flipped = 3
+
+// stepFault reports whether a arms a fault of the next call of a step.
+func (a action[S]) stepFault() bool {
+	switch a.kind {
+	case doFail, doFailAfter, doTerminal, doPanic, doSlow, doCrashAfter:
+		return true
+	}
+	return false
+}

@@ -74,6 +74,18 @@ type Config[Spec driver.HasIntent[S], Status any, S, P comparable] struct {
 	// debug level, to the run's log in a failure's report.
 	ControllerLogs bool
 
+	// Accept lists ends of a run the test accepts beside those the harness
+	// explains itself. A document held in a Fault phase fails the run
+	// unless something explains it: the operation that reached Fault
+	// failed terminally, or its last step call failed (injected by the
+	// harness or by the world's own backends), or the harness cut a
+	// replica off or slowed a call past a lease while it ran, or the
+	// intent is refused there. A document held there for any other
+	// reason (a deadline reached while every step call succeeded) fails
+	// the run, naming the operation, the steps called and the conditions
+	// that never held.
+	Accept []End[S, P]
+
 	// Horizon bounds, in virtual time, how long a document may take to
 	// settle once intents stop changing and faults stop: to reach a settled
 	// pair, a declared refusal or the Fault phase, or to be removed when
@@ -151,6 +163,9 @@ func (c Config[Spec, Status, S, P]) validate() (Config[Spec, Status, S, P], erro
 		return ps.Type == statemachine.Fault
 	}):
 		problems = append(problems, "TerminalFailures needs a machine with a Fault phase")
+	}
+	if c.Machine != nil {
+		problems = append(problems, validateEnds(c.Machine, c.Accept)...)
 	}
 	if err := store.ValidateKind(c.Kind); err != nil {
 		problems = append(problems, err.Error())

@@ -69,10 +69,19 @@
 //     the driver's backoff allows: a hot loop fails at once;
 //   - no two step calls of one document overlap, on one replica or two;
 //   - every request token is carried by one operation at most, and recorded
-//     served only once an operation has carried it;
+//     served only once an operation has carried it, or with the reason the
+//     machine refused it;
 //   - once faults stop, the document reaches a settled pair, a declared
 //     refusal or the Fault phase within the horizon; a deleted document is
-//     removed once its finalizers clear, unless a terminal failure holds it;
+//     removed once its finalizers clear, unless a failure holds it;
+//   - the Fault phase is an accepted end only when something explains it:
+//     the operation failed terminally, its last step call failed (whoever
+//     failed it), a replica was cut off or a call slowed past a lease while
+//     it ran, the intent is refused, or [Config.Accept] declares the end. A
+//     document held there for any other reason (a deadline reached while
+//     every step call succeeded: a step that does nothing) fails the run,
+//     naming the operation, the steps called and the conditions that never
+//     held;
 //   - the world's own invariant after every action, and its settled check at
 //     the end.
 //
@@ -88,7 +97,8 @@
 //
 // For small machines, [Explore] and [Search] try every sequence of up to a
 // given number of actions from a small set, shortest first, and skip
-// sequences that reach a state a shorter one reached. The search is
+// sequences that reach a state a shorter one reached; [Explore] logs how
+// many sequences and distinct states it tried. The search is
 // deterministic: a defect within its depth is found on every run, which is
 // what a test of a planted defect needs.
 //

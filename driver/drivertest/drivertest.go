@@ -38,7 +38,7 @@ func Property[Spec driver.HasIntent[S], Status any, S, P comparable](t *testing.
 		// Every draw happens here, outside the run's bubble, where rapid
 		// may abort a case it is shrinking.
 		p := gen.Draw(rt, "run")
-		if f, _ := execute[Spec, Status](t, cfg, p.seed, p.first, p.hold, p.actions); f != nil {
+		if f, _ := execute[Spec, Status](t, cfg, p); f != nil {
 			rt.Fatal(f.Error())
 		}
 	}
@@ -53,17 +53,23 @@ func RunOne[Spec driver.HasIntent[S], Status any, S, P comparable](t *testing.T,
 		return nil, err
 	}
 	p := planOf(cfg).Example(seed)
-	f, _ := execute[Spec, Status](t, cfg, p.seed, p.first, p.hold, p.actions)
+	f, _ := execute[Spec, Status](t, cfg, p)
 	return f, nil
 }
 
-// plan is one random run: the world's seed, the document's first intent and
-// finalizer, and the actions.
+// plan is one run: the world's seed, the document's first intent and
+// finalizer, the actions, and how faults meet step calls.
 type plan[S any] struct {
 	seed    uint64
 	first   S
 	hold    bool
 	actions []action[S]
+	// stepwise makes each step call wait for the next action, so that
+	// the actions interleave with every operation, the first included.
+	stepwise bool
+	// oneFault keeps one one-shot fault armed at a time: a new one
+	// replaces the one armed (an exploration's states stay few).
+	oneFault bool
 }
 
 // planOf returns the generator of cfg's random runs.
@@ -73,6 +79,9 @@ func planOf[Spec driver.HasIntent[S], Status any, S, P comparable](cfg Config[Sp
 			seed:  rapid.Uint64().Draw(t, "world seed"),
 			first: drawIntent(t, cfg, "first intent"),
 			hold:  rapid.Bool().Draw(t, "another owner's finalizer"),
+			// Half the runs interleave their actions with the step
+			// calls of every operation, the first included.
+			stepwise: rapid.Bool().Draw(t, "each step call waits for the next action"),
 		}
 		p.actions = make([]action[S], rapid.IntRange(1, 40).Draw(t, "actions"))
 		for i := range p.actions {
@@ -108,7 +117,8 @@ func (f *Failure) Error() string {
 // intent first, performs actions, then heals the lasting faults and checks
 // that the document settles. It returns the run's failure, or nil, and the
 // fingerprint of the state the actions left it in.
-func execute[Spec driver.HasIntent[S], Status any, S, P comparable](t *testing.T, cfg Config[Spec, Status, S, P], seed uint64, first S, hold bool, actions []action[S]) (*Failure, string) {
+func execute[Spec driver.HasIntent[S], Status any, S, P comparable](t *testing.T, cfg Config[Spec, Status, S, P], p plan[S]) (*Failure, string) {
+	seed, first, hold, actions := p.seed, p.first, p.hold, p.actions
 	var (
 		f           *Failure
 		fingerprint string
@@ -130,6 +140,10 @@ func execute[Spec driver.HasIntent[S], Status any, S, P comparable](t *testing.T
 			f = &Failure{Problems: []string{err.Error()}}
 			return
 		}
+		r.oneFault = p.oneFault
+		if p.stepwise {
+			r.gate = make(chan struct{})
+		}
 		var watching sync.WaitGroup
 		watching.Go(func() { r.watch(ctx) })
 		logf("create the document with intent %v%s", first, map[bool]string{true: ", and another owner's finalizer"}[hold])
@@ -143,6 +157,7 @@ func execute[Spec driver.HasIntent[S], Status any, S, P comparable](t *testing.T
 			r.act(a)
 		}
 		fingerprint = r.fingerprint()
+		r.open() // step calls no longer wait for actions
 		if len(r.failed()) == 0 {
 			r.quiesce()
 		}

@@ -38,6 +38,12 @@ func TestConfigErrors(t *testing.T) {
 		{"no intent writer", func(c *drivertest.Config[spec, status, state, phase]) { c.SetIntent = nil }},
 		{"requests without a request writer", func(c *drivertest.Config[spec, status, state, phase]) { c.Request = nil }},
 		{"negative horizon", func(c *drivertest.Config[spec, status, state, phase]) { c.Horizon = -1 }},
+		{"an accepted end outside the Fault phase", func(c *drivertest.Config[spec, status, state, phase]) {
+			c.Accept = []drivertest.End[state, phase]{{Phase: Started, Reason: "r"}}
+		}},
+		{"an accepted end without a reason", func(c *drivertest.Config[spec, status, state, phase]) {
+			c.Accept = []drivertest.End[state, phase]{{Phase: Failed}}
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -48,6 +48,14 @@ func TestFindsPlantedDefects(t *testing.T) {
 			want:  []string{"has not settled"},
 		},
 		{
+			name: "create_instance does nothing: Starting reaches its deadline while every step call succeeds",
+			cfg: func() drivertest.Config[spec, status, state, phase] {
+				return serviceConfig(serviceDefinition(), func(c *cloud) { c.idle = true })
+			},
+			depth: 1,
+			want:  []string{"nothing explains it"},
+		},
+		{
 			name: "create_instance is not idempotent: a crash after its effect makes a second instance",
 			cfg: func() drivertest.Config[spec, status, state, phase] {
 				return serviceConfig(serviceDefinition(), func(c *cloud) { c.leaky = true })
@@ -96,4 +104,43 @@ func TestFindsPlantedDefects(t *testing.T) {
 // The fixed Service machine passes the same search.
 func TestExploreService(t *testing.T) {
 	drivertest.Explore(t, serviceConfig(serviceDefinition(), nil), 3)
+}
+
+// A step that does nothing is caught by random runs too: a document held in
+// Fault by a deadline while every step call succeeded fails the run, even
+// with no terminal failures injected.
+func TestFaultIsNotSuccess(t *testing.T) {
+	cfg := serviceConfig(serviceDefinition(), func(c *cloud) { c.idle = true })
+	found := 0
+	for seed := range 20 {
+		f, err := drivertest.RunOne(t, cfg, seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f != nil && strings.Contains(f.Problems[0], "nothing explains it") {
+			found++
+		}
+	}
+	if found == 0 {
+		t.Fatal("no run of seeds 0 to 19 found the step that does nothing")
+	}
+	t.Logf("%d of 20 seeds found it", found)
+
+	// An end the test declares, with its reason, is accepted.
+	cfg.Accept = []drivertest.End[state, phase]{{Phase: Failed, Reason: "the instance is made by hand"}}
+	if f, err := drivertest.Search(t, cfg, 1); err != nil || f != nil {
+		t.Fatalf("with the end accepted: %v %v", err, f)
+	}
+}
+
+// A machine that refuses a request where it cannot serve it passes: a token
+// recorded served with the refusal's reason needs no operation.
+func TestRefusedRequest(t *testing.T) {
+	def := serviceDefinition()
+	def.Requests = []sm.RequestRule[phase]{{Name: "restart",
+		Serve:  []sm.Edge[phase]{{From: Started, To: Stopping}},
+		Refuse: []phase{Created, Halted}, Reason: "a stopped service has nothing to restart"}}
+	cfg := serviceConfig(def, nil)
+	cfg.Request = func(s *spec, _, token string) { s.Restart = token } // the intent stays
+	drivertest.Explore(t, cfg, 2)
 }

@@ -73,10 +73,14 @@ type run[Spec driver.HasIntent[S], Status any, S, P comparable] struct {
 	instant     time.Time                  // the virtual instant of the last reconcile
 	reconciles  int                        // the reconciles at instant
 	servedBy    map[string]map[string]bool // request token → ids of the operations that carried it
+	ops         map[string]*opRecord       // by operation id
+	checked     map[string]bool            // request tokens seen recorded served
 	problems    []string
 	tokens      int
 	restarts    sync.WaitGroup // replicas being restarted
 	stopping    bool           // the run is ending: no replica restarts
+	gate        chan struct{}  // closed by the next action: step calls wait for it (nil: they do not wait)
+	oneFault    bool           // one one-shot fault armed at a time
 }
 
 // replica is one incarnation of a replica: a manager running the driver's
@@ -103,7 +107,7 @@ type streak struct {
 func newRun[Spec driver.HasIntent[S], Status any, S, P comparable](ctx context.Context, cfg Config[Spec, Status, S, P], rnd *rand.Rand, logf func(string, ...any)) (*run[Spec, Status, S, P], error) {
 	r := &run[Spec, Status, S, P]{cfg: cfg, ctx: ctx, logf: logf,
 		edges: map[statemachine.Edge[P]]bool{}, moot: map[string]bool{}, flips: map[string]int{}, broken: map[string]bool{},
-		partitioned: map[int]bool{}, inFlight: map[string]int{}, servedBy: map[string]map[string]bool{}}
+		partitioned: map[int]bool{}, inFlight: map[string]int{}, servedBy: map[string]map[string]bool{}, ops: map[string]*opRecord{}, checked: map[string]bool{}}
 	var err error
 	if r.mem, err = memory.New(memory.Config{Kinds: cfg.Kinds}); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
@@ -351,7 +355,7 @@ func (r *run[Spec, Status, S, P]) isPartitioned(id int) bool {
 // in force and records failures.
 func (r *run[Spec, Status, S, P]) step(rep *replica, name string, step driver.StepFunc[Spec, Status]) driver.StepFunc[Spec, Status] {
 	return func(ctx context.Context, obj *store.Object[Spec, Status], opID string) (out statemachine.Outcome, err error) {
-		if r.park(ctx) {
+		if r.park(ctx) || !r.await(ctx) {
 			return statemachine.Failed, ctx.Err()
 		}
 		f, touch := r.enter(rep, name, obj, opID, time.Now())
@@ -390,6 +394,43 @@ func (r *run[Spec, Status, S, P]) step(rep *replica, name string, step driver.St
 	}
 }
 
+// await blocks a step call, in a stepwise run, until the next action is
+// done, and reports whether it may go on (false: ctx ended).
+func (r *run[Spec, Status, S, P]) await(ctx context.Context) bool {
+	r.mu.Lock()
+	gate := r.gate
+	r.mu.Unlock()
+	if gate == nil {
+		return true
+	}
+	select {
+	case <-gate:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// advance lets the step calls waiting for an action go on.
+func (r *run[Spec, Status, S, P]) advance() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.gate != nil {
+		close(r.gate)
+		r.gate = make(chan struct{})
+	}
+}
+
+// open lets every step call go on from now on.
+func (r *run[Spec, Status, S, P]) open() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.gate != nil {
+		close(r.gate)
+		r.gate = nil
+	}
+}
+
 // enter checks a step call as it starts and returns the fault it is to
 // suffer (kind doIntent: none), and whether someone else writes the
 // document's labels during it.
@@ -398,9 +439,18 @@ func (r *run[Spec, Status, S, P]) enter(rep *replica, name string, obj *store.Ob
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	fail := func(format string, args ...any) { r.problems = append(r.problems, fmt.Sprintf(format, args...)) }
+	rec := r.op(opID)
+	if rec.calls[name] == 0 {
+		rec.order = append(rec.order, name)
+	}
+	rec.calls[name]++
+	if len(r.partitioned) > 0 {
+		rec.cut = true
+	}
+	op := rec.name
 	if r.inFlight[obj.Key] > 0 {
 		fail("step %q of %s ran on replica %d while replica %d was in a step call of the same document",
-			name, opID, rep.id, r.inFlight[obj.Key]-1)
+			name, op, rep.id, r.inFlight[obj.Key]-1)
 	}
 	r.inFlight[obj.Key] = rep.id + 1
 	// The operation a crash now would run the step under: the one stored,
@@ -414,17 +464,17 @@ func (r *run[Spec, Status, S, P]) enter(rep *replica, name string, obj *store.Ob
 	case ms == nil: // removed meanwhile: nothing to check against
 	case ms.Operation == nil && ms.ObservedGeneration == 0 && opID == stored.UID:
 	case ms.Operation == nil || ms.Operation.ID != opID:
-		fail("step %q ran under operation %s, which is not the operation stored (%+v)", name, opID, ms.Operation)
+		fail("step %q ran under operation %s, which is not the operation stored (%s)", name, op, r.describeStored(ms.Operation))
 	case !ms.Operation.RetryAt.IsZero() && now.Before(ms.Operation.RetryAt) &&
 		stored.Generation == ms.ObservedGeneration && stored.Terminating() == ms.ObservedDeletion:
 		fail("step %q of %s ran at %v, before its stored retry time %v, with no change of spec since",
-			name, opID, now.Format(time.StampMilli), ms.Operation.RetryAt.Format(time.StampMilli))
+			name, op, virtual(now), virtual(ms.Operation.RetryAt))
 	}
 	if s := r.streak; s != nil && s.op == opID && s.step == name && s.generation == obj.Generation && s.terminating == obj.Terminating() {
 		s.calls++
 		if allowed := 1 + callsWithin(r.backoff, now.Sub(s.start)) + r.disruptions - s.disruptions; s.calls > allowed {
 			fail("step %q of %s failed and was called %d times in %v; its backoff allows %d",
-				name, opID, s.calls, now.Sub(s.start), allowed)
+				name, op, s.calls, now.Sub(s.start), allowed)
 			r.streak = nil
 		}
 	}
@@ -438,10 +488,13 @@ func (r *run[Spec, Status, S, P]) enter(rep *replica, name string, obj *store.Ob
 	}
 	touch := r.touch
 	r.touch = false
+	if f.kind == doSlow && f.d >= r.cfg.LeaseDuration {
+		rec.cut = true
+	}
 	if f.kind != doIntent {
-		r.logf("  step %q of %s on replica %d: %v", name, opID, rep.id, f)
+		r.logf("  step %q of %s on replica %d: %v", name, op, rep.id, f)
 	} else {
-		r.logf("  step %q of %s on replica %d", name, opID, rep.id)
+		r.logf("  step %q of %s on replica %d", name, op, rep.id)
 	}
 	if touch {
 		r.logf("  labels written by someone else during the call")
@@ -455,6 +508,7 @@ func (r *run[Spec, Status, S, P]) exit(rep *replica, obj *store.Object[Spec, Sta
 	defer r.mu.Unlock()
 	r.inFlight[obj.Key] = 0
 	failed := err != nil || out == statemachine.Failed || out == statemachine.FailedTerminal || out == 0
+	r.op(opID).lastFailed = failed || rep.dead.Load()
 	switch s := r.streak; {
 	case !failed || rep.dead.Load():
 		// A replica that died in the call records nothing: the next call
@@ -464,6 +518,14 @@ func (r *run[Spec, Status, S, P]) exit(rep *replica, obj *store.Object[Spec, Sta
 		r.streak = &streak{op: opID, step: name, generation: obj.Generation, terminating: obj.Terminating(),
 			start: time.Now(), calls: 1, disruptions: r.disruptions}
 	}
+}
+
+// describeStored describes the operation stored, for a report.
+func (r *run[Spec, Status, S, P]) describeStored(op *statemachine.Operation[P]) string {
+	if op == nil {
+		return "none"
+	}
+	return fmt.Sprintf("%s, phase %v, done %v", r.op(op.ID).name, op.Phase, op.Done)
 }
 
 // callsWithin returns how many retries of a failing step backoff b allows
@@ -551,11 +613,17 @@ func (r *run[Spec, Status, S, P]) requests(ms *statemachine.Status[S, P]) {
 			}
 		}
 	}
+	// A token is checked in the write that first records it served: an
+	// operation carried it, or the write records the request refused, or
+	// a phase declares the request moot.
 	for _, rq := range ms.Requests {
 		for _, tok := range rq.Served {
-			if len(r.servedBy[tok]) == 0 && !r.moot[rq.Name] && rq.Refused != tok {
+			if r.checked[tok] {
+				continue
+			}
+			r.checked[tok] = true
+			if len(r.servedBy[tok]) == 0 && !r.moot[rq.Name] && rq.Refused == "" {
 				r.problems = append(r.problems, fmt.Sprintf("request %s %s recorded served, but no operation carried it", rq.Name, tok))
-				r.servedBy[tok] = map[string]bool{"": true} // reported once
 			}
 		}
 	}

@@ -88,15 +88,15 @@ func serviceDefinition() sm.Definition[state, phase] {
 
 type spec struct {
 	State state `json:"state"`
-	// Restart is the token of the last restart asked for, with State
-	// Restarting.
+	// Restart is the token of the last restart asked for (with State
+	// Restarting, unless the restart leaves the intent alone).
 	Restart string `json:"restart,omitempty"`
 }
 
 func (s spec) Intent() state { return s.State }
 
 func (s spec) Requests() map[string][]string {
-	if s.State != Restarting || s.Restart == "" {
+	if s.Restart == "" {
 		return nil
 	}
 	return map[string][]string{"restart": {s.Restart}}
@@ -117,6 +117,9 @@ type cloud struct {
 	leaky bool
 	// lazy, when set, makes a made instance never become ready.
 	lazy bool
+	// idle, when set, makes create_instance succeed without making an
+	// instance: a step that does nothing.
+	idle bool
 
 	mu        sync.Mutex
 	volume    bool
@@ -136,7 +139,7 @@ func (c *cloud) steps() map[string]driver.StepFunc[spec, status] {
 	return map[string]driver.StepFunc[spec, status]{
 		"create_volume": do(func() { c.volume = true }),
 		"create_instance": do(func() {
-			if c.instances == 0 || c.leaky {
+			if !c.idle && (c.instances == 0 || c.leaky) {
 				c.instances++
 				c.readyAt = time.Now().Add(c.startDelay)
 			}

@@ -99,7 +99,7 @@ func New[S, P comparable](reg prometheus.Registerer, kind string, m *statemachin
 		}, []string{"phase"}),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name:        "tend_requests_total",
-			Help:        "One-shot requests acted on, per kind, request and result (served: its operation began; moot; refused)",
+			Help:        "One-shot request tokens recorded served, per kind, request and result (served: the operation carrying them completed; moot; refused)",
 			ConstLabels: labels,
 		}, []string{"request", "result"}),
 		timers: prometheus.NewCounterVec(prometheus.CounterOpts{
