@@ -79,6 +79,22 @@ type Config struct {
 	// same provider to the [driver.Config] of a driver for spans of its steps
 	// and observers. Nil means no spans, and none of their cost.
 	TracerProvider trace.TracerProvider
+
+	// Group, when set, names the group of a key (its tenant, say): ready
+	// keys are served fairly across groups, so one group's backlog delays
+	// another group's keys by at most the other groups' weights, not by its
+	// size (see workqueue.Config.Group). It is called once each time a key
+	// enters the queue and must not block. Nil means no groups.
+	Group func(key string) string
+
+	// GroupWeight gives the weight of a group: how many of its keys are
+	// served in a row when its turn comes, within [1, 65536]. Nil means
+	// every group weighs 1. It needs Group.
+	GroupWeight func(group string) int
+
+	// MaxInFlightPerGroup caps how many keys of one group are reconciled at
+	// once; zero means no cap beyond Workers. It needs Group.
+	MaxInFlightPerGroup int
 }
 
 // Controller reconciles the keys its sources queue, with a pool of workers
@@ -99,6 +115,9 @@ type Controller struct {
 	idCounter atomic.Uint64
 	running   atomic.Bool
 	current   atomic.Pointer[runHealth] // the health of the run in progress; nil when not running
+	group     func(string) string
+	weight    func(string) int
+	perGroup  int
 }
 
 // New returns a controller configured by cfg. It starts nothing: see
@@ -116,6 +135,10 @@ func New(cfg Config) (*Controller, error) {
 		return nil, fmt.Errorf("%w: Timeout %v is negative", ErrInvalidConfig, cfg.Timeout)
 	case cfg.ShutdownGracePeriod < 0:
 		return nil, fmt.Errorf("%w: ShutdownGracePeriod %v is negative", ErrInvalidConfig, cfg.ShutdownGracePeriod)
+	case cfg.MaxInFlightPerGroup < 0:
+		return nil, fmt.Errorf("%w: MaxInFlightPerGroup %d is negative", ErrInvalidConfig, cfg.MaxInFlightPerGroup)
+	case cfg.Group == nil && (cfg.GroupWeight != nil || cfg.MaxInFlightPerGroup != 0):
+		return nil, fmt.Errorf("%w: GroupWeight and MaxInFlightPerGroup need Group", ErrInvalidConfig)
 	}
 	if i := slices.Index(cfg.Sources, nil); i >= 0 {
 		return nil, fmt.Errorf("%w: Sources[%d] is nil", ErrInvalidConfig, i)
@@ -131,6 +154,9 @@ func New(cfg Config) (*Controller, error) {
 		reg:      cfg.MetricsRegisterer,
 		tracer:   newTracer(cfg.TracerProvider),
 		idPrefix: strconv.FormatUint(uint64(rand.Uint32()), 16) + "-",
+		group:    cfg.Group,
+		weight:   cfg.GroupWeight,
+		perGroup: cfg.MaxInFlightPerGroup,
 	}
 	if c.limiter == nil {
 		c.limiter = workqueue.DefaultControllerRateLimiter[string]()
@@ -231,7 +257,8 @@ func (c *Controller) run(stop, base context.Context, g Gate) error {
 		return fmt.Errorf("%w: %s", ErrAlreadyRunning, c.name)
 	}
 	defer c.running.Store(false)
-	qc := workqueue.Config[string]{Name: c.name, RateLimiter: c.limiter}
+	qc := workqueue.Config[string]{Name: c.name, RateLimiter: c.limiter,
+		Group: c.group, GroupWeight: c.weight, MaxInFlightPerGroup: c.perGroup}
 	if c.reg != nil {
 		qc.Metrics = queueprom.New(queueprom.Config{Registerer: c.reg})
 	}
@@ -341,6 +368,21 @@ func (r *runner) EnqueueLow(key, reason string) {
 	r.q.AddWithOptions(key, workqueue.AddOptions{Priority: LowPriority})
 }
 
+// EnqueueTrigger implements [Enqueuer].
+func (r *runner) EnqueueTrigger(key string, t Trigger, priority int) {
+	if r.gate != nil && !r.gate.Owns(key) {
+		return
+	}
+	if l := r.c.debug(); l != nil {
+		if priority != 0 {
+			l.Debug("queued", zap.String("key", key), zap.Stringer("reason", t), zap.Int("priority", priority))
+		} else {
+			l.Debug("queued", zap.String("key", key), zap.Stringer("reason", t))
+		}
+	}
+	r.q.AddWithTrigger(key, t, workqueue.AddOptions{Priority: priority})
+}
+
 // relistOnGain asks every source that can list to queue its keys again each
 // time gained reports new keys, until ctx ends.
 func (r *runner) relistOnGain(ctx context.Context, gained <-chan struct{}) {
@@ -365,21 +407,25 @@ func (r *runner) relistOnGain(ctx context.Context, gained <-chan struct{}) {
 // next takes one key from the queue and reconciles it. It returns false once
 // the queue is shut down and empty.
 func (r *runner) next(ctx context.Context) bool {
-	key, shutdown := r.q.Get()
+	info := &reconcileInfo{}
+	turn, shutdown := r.q.GetTurn(info.buf[:0])
 	if shutdown {
 		return false
 	}
+	key := turn.Key
+	info.triggers, info.dropped = turn.Triggers, turn.Dropped
 	if !r.stopping.Load() {
 		id := r.health.begin(key)
-		r.reconcile(ctx, key)
+		r.reconcile(ctx, key, info)
 		r.health.end(id)
 	}
 	r.q.Done(key)
 	return true
 }
 
-// reconcile runs the reconciler on key and acts on its verdict.
-func (r *runner) reconcile(ctx context.Context, key string) {
+// reconcile runs the reconciler on key, queued for info's triggers, and
+// acts on its verdict.
+func (r *runner) reconcile(ctx context.Context, key string, info *reconcileInfo) {
 	c := r.c
 	if r.gate != nil {
 		var done func()
@@ -394,11 +440,15 @@ func (r *runner) reconcile(ctx context.Context, key string) {
 		defer done()
 	}
 	id := c.idPrefix + strconv.FormatUint(c.idCounter.Add(1), 10)
-	ctx = withReconcileID(ctx, id)
+	info.id = id
+	ctx = withReconcile(ctx, info)
 	var span trace.Span // nil when tracing is off
 	if c.tracer != nil {
 		ctx, span = c.tracer.Start(ctx, SpanReconcile, trace.WithAttributes(
 			attrController.String(c.name), attrKey.String(key), attrReconcileID.String(id)))
+		if len(info.triggers) > 0 || info.dropped > 0 {
+			span.SetAttributes(attrReconcileTriggers.StringSlice(TriggerStrings(info.triggers, info.dropped)))
+		}
 	}
 	log := c.log
 	if log.Core().Enabled(zapcore.ErrorLevel) {
@@ -412,7 +462,7 @@ func (r *runner) reconcile(ctx context.Context, key string) {
 		}
 		ctx = context.WithValue(ctx, loggerKey{}, log)
 		if c.debug() != nil {
-			log.Debug("reconciling")
+			log.Debug("reconciling", zap.Strings("triggers", TriggerStrings(info.triggers, info.dropped)))
 		}
 	}
 	if c.metrics != nil {
@@ -431,9 +481,13 @@ func (r *runner) reconcile(ctx context.Context, key string) {
 	case err == nil && res.RequeueAfter > 0:
 		o = outcomeRequeueAfter
 		r.q.Forget(key)
-		r.q.AddAfter(key, res.RequeueAfter)
+		t := res.Trigger
+		if t == (Trigger{}) {
+			t.Kind = TriggerRequeue
+		}
+		r.q.AddWithTrigger(key, t, workqueue.AddOptions{After: res.RequeueAfter})
 		if c.debug() != nil {
-			log.Debug("reconciled; queued again", zap.Duration("after", res.RequeueAfter), zap.Duration("took", elapsed))
+			log.Debug("reconciled; queued again", zap.Duration("after", res.RequeueAfter), zap.Stringer("trigger", t), zap.Duration("took", elapsed))
 		}
 	case err == nil:
 		o = outcomeSuccess
@@ -448,14 +502,14 @@ func (r *runner) reconcile(ctx context.Context, key string) {
 	case !panicked && errors.As(err, &retry):
 		o = outcomeError
 		r.q.Forget(key)
-		r.q.AddAfter(key, retry.after)
+		r.q.AddWithTrigger(key, Trigger{Kind: TriggerRetry}, workqueue.AddOptions{After: retry.after})
 		log.Error("reconcile failed", zap.Error(err), zap.Duration("retryAfter", retry.after))
 	default:
 		o = outcomeError
 		if panicked {
 			o = outcomePanic
 		}
-		r.q.AddRateLimited(key)
+		r.q.AddWithTrigger(key, Trigger{Kind: TriggerRetry}, workqueue.AddOptions{RateLimited: true})
 		switch {
 		case ctx.Err() != nil && !timedOut:
 			log.Debug("reconcile interrupted", zap.Error(err))

@@ -53,6 +53,31 @@
 // [SourceFunc] adapts a function for anything else. The reason a source
 // gives is logged at debug level when the key is queued.
 //
+// # Why each reconcile ran
+//
+// The reconciler is given no reason, but people debugging "why did this run
+// again?" want one. Each add of a key may say why ([Trigger], through
+// [Enqueuer.EnqueueTrigger]): the work queue keeps the distinct triggers of
+// every add a reconcile coalesces (up to eight, counting the rest), and
+// [TriggersFrom] returns them from the reconcile's context. The package's
+// sources say what happened ([TriggerListed], [TriggerSpec] with the
+// generation, [TriggerDelete], [TriggerChange], [TriggerOwned] and
+// [TriggerWatched] with the other document's kind and key, [TriggerResync],
+// [TriggerChannel]); the runner gives its own requeues [TriggerRetry],
+// [TriggerRequeue] or the [Result.Trigger] the reconciler chose. The
+// triggers go on the reconcile's span (tend.reconcile.triggers) and its
+// debug line "reconciling"; with tracing and debug logs off they cost no
+// allocation.
+//
+// # Fair queues per tenant
+//
+// With [Config.Group] a function of the key (its tenant, say), ready keys
+// are served in turn across groups, each up to its [Config.GroupWeight] in
+// a row, so one tenant's backlog of 100,000 keys delays another tenant's key
+// by the other groups' turns, not by the backlog; [Config.MaxInFlightPerGroup]
+// caps how many keys of one group are reconciled at once. Priorities keep
+// working within a group.
+//
 // # Reading through a cache
 //
 // The watching sources ([For], [Owns], [Watches], [Resync], [Events]) read
@@ -97,7 +122,7 @@
 // tracer named [TracerName] for each reconcile, a child of the span in the
 // context given to [Controller.Run] (a root when there is none), with
 // tend.controller, tend.key, tend.reconcile.id (the reconcileID of the
-// reconcile's logs) and, when it ends, tend.reconcile.result: success,
+// reconcile's logs), tend.reconcile.triggers ([TriggerStrings], when it has triggers) and, when it ends, tend.reconcile.result: success,
 // requeue_after, error, terminal or panic. A failed reconcile's span has the
 // status Error and the error recorded. Nil means no spans: the code that
 // makes them is skipped. There is no global provider.

@@ -43,6 +43,13 @@ type Result struct {
 	// resets its retry backoff. Use it to poll progress that no source
 	// reports.
 	RequeueAfter time.Duration
+
+	// Trigger says why the key is queued again after RequeueAfter (a timer,
+	// a health check): it is among the triggers of the reconcile that
+	// follows ([TriggersFrom]). The zero Trigger means [TriggerRequeue]. It
+	// is ignored without RequeueAfter, and with an error: a retry's trigger
+	// is [TriggerRetry].
+	Trigger Trigger
 }
 
 // ErrTerminal matches every error made by [Terminal].
@@ -112,20 +119,15 @@ func LoggerFrom(ctx context.Context) *zap.Logger {
 	return zap.NewNop()
 }
 
-type reconcileIDKey struct{}
-
-// withReconcileID returns ctx carrying the reconcile id id.
-func withReconcileID(ctx context.Context, id string) context.Context {
-	return context.WithValue(ctx, reconcileIDKey{}, id)
-}
-
 // ReconcileIDFrom returns the id of the reconcile that ctx was handed to:
 // the reconcileID field of its log lines, the tend.reconcile.id attribute of
 // its span and the ReconcileID of the history entries it records. It
 // returns "" when ctx does not come from a reconcile.
 func ReconcileIDFrom(ctx context.Context) string {
-	id, _ := ctx.Value(reconcileIDKey{}).(string)
-	return id
+	if info := reconcileFrom(ctx); info != nil {
+		return info.id
+	}
+	return ""
 }
 
 // WithLogger returns ctx carrying l as the logger [LoggerFrom] returns: for

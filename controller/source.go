@@ -25,6 +25,11 @@ type Enqueuer interface {
 	Enqueue(key, reason string)
 	// EnqueueLow queues key at [LowPriority].
 	EnqueueLow(key, reason string)
+	// EnqueueTrigger queues key at priority (0, or [LowPriority]) and says
+	// why: t joins the triggers of the key's next reconcile
+	// ([TriggersFrom]) and is logged at debug level. A zero t queues the
+	// key like Enqueue. The package's sources queue every key this way.
+	EnqueueTrigger(key string, t Trigger, priority int)
 }
 
 // Source queues keys for a controller. [Controller.Run] starts each source of
@@ -61,7 +66,7 @@ func Channel(ch <-chan string) Source {
 				if !ok {
 					return nil
 				}
-				e.Enqueue(key, "channel")
+				e.EnqueueTrigger(key, Trigger{Kind: TriggerChannel}, 0)
 			}
 		}
 	})
@@ -79,8 +84,8 @@ func Channel(ch <-chan string) Source {
 // received, missing nothing. store.ErrUnknownKind, store.ErrInvalid and
 // store.ErrClosed stop the controller.
 func For(lw informer.ListWatcher, kind string) Source {
-	return newWatchSource(lw, kind, kind, func(e Enqueuer, doc *store.Document, _ bool, reason string) {
-		e.Enqueue(doc.Meta.Key, reason)
+	return newWatchSource(lw, kind, kind, func(e Enqueuer, ev *Event) {
+		e.EnqueueTrigger(ev.Doc.Meta.Key, ev.Trigger, 0)
 	})
 }
 
@@ -90,10 +95,10 @@ func For(lw informer.ListWatcher, kind string) Source {
 // without such an owner queues nothing. An owner reference removed by an
 // update is not reported to the former owner.
 func Owns(lw informer.ListWatcher, kind, ownerKind string) Source {
-	return newWatchSource(lw, kind, kind+" owned by "+ownerKind, func(e Enqueuer, doc *store.Document, _ bool, reason string) {
-		for _, o := range doc.Meta.Owners {
+	return newWatchSource(lw, kind, kind+" owned by "+ownerKind, func(e Enqueuer, ev *Event) {
+		for _, o := range ev.Doc.Meta.Owners {
 			if o.Controller && o.Kind == ownerKind {
-				e.Enqueue(o.Key, reason)
+				e.EnqueueTrigger(o.Key, Trigger{Kind: TriggerOwned, ObjectKind: kind, ObjectKey: ev.Doc.Meta.Key}, 0)
 				return
 			}
 		}
@@ -104,9 +109,10 @@ func Owns(lw informer.ListWatcher, kind, ownerKind string) Source {
 // does, and queues the keys keys(doc) returns for each one. keys is called
 // from one goroutine at a time and must not block.
 func Watches(lw informer.ListWatcher, kind string, keys func(doc store.Document) []string) Source {
-	return newWatchSource(lw, kind, kind+" watched", func(e Enqueuer, doc *store.Document, _ bool, reason string) {
-		for _, k := range keys(*doc) {
-			e.Enqueue(k, reason)
+	return newWatchSource(lw, kind, kind+" watched", func(e Enqueuer, ev *Event) {
+		t := Trigger{Kind: TriggerWatched, ObjectKind: kind, ObjectKey: ev.Doc.Meta.Key}
+		for _, k := range keys(*ev.Doc) {
+			e.EnqueueTrigger(k, t, 0)
 		}
 	})
 }
@@ -117,6 +123,9 @@ type Event struct {
 	// Doc is the document as the change left it (as it was last, for a
 	// deletion). It must not be modified.
 	Doc *store.Document
+	// Old is the document as it was before the change; nil for a document
+	// new to the source, and for a listed one. It must not be modified.
+	Old *store.Document
 	// Listed is set for each document of a list: the one a source makes when
 	// it starts, when its watch had to start over, or when the replica
 	// gained keys. A listed document's change may have been seen already.
@@ -124,6 +133,10 @@ type Event struct {
 	// Reason says what happened, for logs: "<kind> listed", "<kind> added",
 	// "<kind> modified" or "<kind> deleted".
 	Reason string
+	// Trigger is what the change is to the document's own key: listed, a
+	// new generation ([TriggerSpec]), a deletion requested or done
+	// ([TriggerDelete]), or another change ([TriggerChange]).
+	Trigger Trigger
 }
 
 // Events returns a source that watches the documents of kind, as [For]
@@ -131,9 +144,7 @@ type Event struct {
 // calls for through e. handle is called from one goroutine at a time and
 // must not block.
 func Events(lw informer.ListWatcher, kind string, handle func(e Enqueuer, ev Event)) Source {
-	return newWatchSource(lw, kind, kind, func(e Enqueuer, doc *store.Document, listed bool, reason string) {
-		handle(e, Event{Doc: doc, Listed: listed, Reason: reason})
-	})
+	return newWatchSource(lw, kind, kind, func(e Enqueuer, ev *Event) { handle(e, *ev) })
 }
 
 // watchSource subscribes to the informer of one kind and maps each document
@@ -141,17 +152,15 @@ func Events(lw informer.ListWatcher, kind string, handle func(e Enqueuer, ev Eve
 type watchSource struct {
 	lw   informer.ListWatcher
 	kind string
-	// emit queues what doc's change calls for; listed is set for the
-	// documents of the cache when the source starts, which no watch
-	// reported as changes.
-	emit func(e Enqueuer, doc *store.Document, listed bool, reason string)
+	// emit queues what a document's change calls for.
+	emit func(e Enqueuer, ev *Event)
 	// reasons holds the debug reason per event type; index 0 is "listed".
 	reasons [4]string
 	// current is the informer of the run in progress; nil when not running.
 	current atomic.Pointer[informer.Informer]
 }
 
-func newWatchSource(lw informer.ListWatcher, kind, what string, emit func(Enqueuer, *store.Document, bool, string)) *watchSource {
+func newWatchSource(lw informer.ListWatcher, kind, what string, emit func(Enqueuer, *Event)) *watchSource {
 	return &watchSource{
 		lw:   lw,
 		kind: kind,
@@ -196,9 +205,7 @@ func (s *watchSource) Start(ctx context.Context, e Enqueuer) error {
 	defer sub.Close()
 	s.current.Store(inf)
 	defer s.current.CompareAndSwap(inf, nil)
-	for i := range docs {
-		s.emit(e, &docs[i], true, s.reasons[0])
-	}
+	s.list(e, docs)
 	if h, ok := e.(*runner); ok {
 		h.health.synced(s)
 	}
@@ -210,7 +217,15 @@ func (s *watchSource) Start(ctx context.Context, e Enqueuer) error {
 			}
 			return fmt.Errorf("controller: watching %s: %w", s.kind, err)
 		}
-		s.emit(e, ev.Document, false, s.reasons[ev.Type])
+		s.emit(e, &Event{Doc: ev.Document, Old: ev.Old, Reason: s.reasons[ev.Type],
+			Trigger: eventTrigger(ev.Type, ev.Document, ev.Old, false)})
+	}
+}
+
+// list emits each document of a list.
+func (s *watchSource) list(e Enqueuer, docs []store.Document) {
+	for i := range docs {
+		s.emit(e, &Event{Doc: &docs[i], Listed: true, Reason: s.reasons[0], Trigger: Trigger{Kind: TriggerListed}})
 	}
 }
 
@@ -230,9 +245,7 @@ func (s *watchSource) relist(ctx context.Context, e Enqueuer) error {
 		}
 		docs = r.Items
 	}
-	for i := range docs {
-		s.emit(e, &docs[i], true, s.reasons[0])
-	}
+	s.list(e, docs)
 	return nil
 }
 
@@ -244,14 +257,13 @@ func (s *watchSource) relist(ctx context.Context, e Enqueuer) error {
 // store.ErrUnknownKind, store.ErrInvalid and store.ErrClosed stop the
 // controller.
 func Resync(lw informer.ListWatcher, kind string, every time.Duration) Source {
-	return &resyncSource{lw: lw, kind: kind, every: every, reason: kind + " resync"}
+	return &resyncSource{lw: lw, kind: kind, every: every}
 }
 
 type resyncSource struct {
-	lw     informer.ListWatcher
-	kind   string
-	every  time.Duration
-	reason string
+	lw    informer.ListWatcher
+	kind  string
+	every time.Duration
 }
 
 // Start implements [Source].
@@ -279,7 +291,7 @@ func (s *resyncSource) relist(ctx context.Context, e Enqueuer) error {
 		return err
 	}
 	for i := range r.Items {
-		e.EnqueueLow(r.Items[i].Meta.Key, s.reason)
+		e.EnqueueTrigger(r.Items[i].Meta.Key, Trigger{Kind: TriggerResync}, LowPriority)
 	}
 	return nil
 }

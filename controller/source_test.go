@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -26,6 +27,14 @@ type recorder struct {
 func (r *recorder) Enqueue(key, reason string) { r.add(key + " " + reason) }
 
 func (r *recorder) EnqueueLow(key, reason string) { r.add(key + " " + reason + " (low)") }
+
+func (r *recorder) EnqueueTrigger(key string, t controller.Trigger, priority int) {
+	if priority == controller.LowPriority {
+		r.add(key + " " + t.String() + " (low)")
+		return
+	}
+	r.add(key + " " + t.String())
+}
 
 func (r *recorder) add(s string) {
 	r.mu.Lock()
@@ -76,7 +85,7 @@ func TestWatchSources(t *testing.T) {
 		{
 			name:   "kind",
 			source: func(s *memory.Store) controller.Source { return controller.For(s, "Widget") },
-			listed: []string{"a Widget listed", "b Widget listed"},
+			listed: []string{"a listed", "b listed"},
 			changes: func(t *testing.T, s *memory.Store) {
 				doctest.Create(t, s, "Widget", "c")
 				doctest.Create(t, s, "Gadget", "g") // another kind: ignored
@@ -89,12 +98,12 @@ func TestWatchSources(t *testing.T) {
 					t.Fatal(err)
 				}
 			},
-			watched: []string{"c Widget Added", "a Widget Modified", "b Widget Deleted"},
+			watched: []string{"c spec 1", "a spec 2", "b delete"},
 		},
 		{
 			name:   "owns",
 			source: func(s *memory.Store) controller.Source { return controller.Owns(s, "Gadget", "Widget") },
-			listed: []string{"a Gadget owned by Widget listed"},
+			listed: []string{"a owned Gadget g1"},
 			changes: func(t *testing.T, s *memory.Store) {
 				doctest.Create(t, s, "Gadget", "g2", owner("Widget", "b", true))
 				doctest.Create(t, s, "Gadget", "g3", owner("Widget", "a", false))                             // not the controller
@@ -104,7 +113,7 @@ func TestWatchSources(t *testing.T) {
 					t.Fatal(err)
 				}
 			},
-			watched: []string{"b Gadget owned by Widget Added", "c Gadget owned by Widget Added", "a Gadget owned by Widget Deleted"},
+			watched: []string{"b owned Gadget g2", "c owned Gadget g5", "a owned Gadget g1"},
 		},
 		{
 			name: "watches",
@@ -113,11 +122,11 @@ func TestWatchSources(t *testing.T) {
 					return []string{"all", "of-" + d.Meta.Key}
 				})
 			},
-			listed: []string{"all Gadget watched listed", "of-g1 Gadget watched listed"},
+			listed: []string{"all watched Gadget g1", "of-g1 watched Gadget g1"},
 			changes: func(t *testing.T, s *memory.Store) {
 				doctest.Create(t, s, "Gadget", "g2")
 			},
-			watched: []string{"all Gadget watched Added", "of-g2 Gadget watched Added"},
+			watched: []string{"all watched Gadget g2", "of-g2 watched Gadget g2"},
 		},
 	}
 	for _, tt := range tests {
@@ -217,7 +226,7 @@ func TestWatchRecovers(t *testing.T) {
 			doctest.Create(t, f, "Widget", "b") // its event is swallowed by the failure; the relist finds b
 			synctest.Wait()
 			// The relist reports what changed meanwhile, not what did not.
-			want := []string{"a Widget listed", "b Widget Added"}
+			want := []string{"a listed", "b spec 1"}
 			if got := rec.take(); !slices.Equal(got, want) {
 				t.Errorf("queued %q, want %q", got, want)
 			}
@@ -239,7 +248,7 @@ func TestWatchRecovers(t *testing.T) {
 			f.failNext(store.ErrWatchLagged) // the event of b is cut off, not lost
 			doctest.Create(t, f, "Widget", "b")
 			synctest.Wait()
-			want := []string{"a Widget Added", "b Widget Added"}
+			want := []string{"a spec 1", "b spec 1"}
 			if got := rec.take(); !slices.Equal(got, want) {
 				t.Errorf("queued %q, want %q", got, want)
 			}
@@ -270,7 +279,7 @@ func TestWatchRecovers(t *testing.T) {
 			}
 			time.Sleep(time.Nanosecond)
 			synctest.Wait()
-			if got := rec.take(); !slices.Equal(got, []string{"a Widget listed"}) {
+			if got := rec.take(); !slices.Equal(got, []string{"a listed"}) {
 				t.Errorf("after %v queued %q", time.Since(begin), got)
 			}
 			if err := stop(); err != nil {
@@ -300,8 +309,7 @@ func TestWatchRecovers(t *testing.T) {
 			synctest.Wait()
 			seen := map[string]bool{}
 			for _, q := range rec.take() {
-				seen[q[:len(q)-len(" Widget listed")]] = true
-				seen[q[:len(q)-len(" Widget Added")]] = true
+				seen[strings.Fields(q)[0]] = true
 			}
 			for i := range 20 {
 				if k := fmt.Sprint("k", i); !seen[k] {
@@ -346,7 +354,7 @@ func TestResync(t *testing.T) {
 		}
 		time.Sleep(time.Nanosecond)
 		synctest.Wait()
-		want := []string{"a Widget resync (low)", "b Widget resync (low)"}
+		want := []string{"a resync (low)", "b resync (low)"}
 		if got := rec.take(); !slices.Equal(got, want) {
 			t.Errorf("queued %q, want %q", got, want)
 		}

@@ -23,6 +23,8 @@ const (
 	attrKey             = attribute.Key("tend.key")
 	attrReconcileID     = attribute.Key("tend.reconcile.id")
 	attrReconcileResult = attribute.Key("tend.reconcile.result")
+	// attrReconcileTriggers lists the reconcile's triggers (TriggerStrings).
+	attrReconcileTriggers = attribute.Key("tend.reconcile.triggers")
 )
 
 // newTracer returns the package's tracer from tp, or nil (tracing off) when

@@ -68,6 +68,12 @@ type Options struct {
 	// History replaces the manager's history recorder for this
 	// controller's driver; Run runs it too.
 	History *history.Recorder
+	// Group, GroupWeight and MaxInFlightPerGroup serve the controller's
+	// keys fairly across groups (its tenants, say); see
+	// controller.Config.Group. The cascade's collector has no groups.
+	Group               func(key string) string
+	GroupWeight         func(group string) int
+	MaxInFlightPerGroup int
 }
 
 // with returns o with its zero telemetry fields taken from s, and its cache
@@ -99,7 +105,8 @@ func inherit(log **zap.Logger, reg *prometheus.Registerer, tp *trace.TracerProvi
 func (o Options) controllerConfig(name string, r controller.Reconciler, sources []controller.Source) controller.Config {
 	return controller.Config{Name: name, Reconciler: r, Sources: sources, Workers: o.Workers, RateLimiter: o.RateLimiter,
 		Timeout: o.Timeout, ShutdownGracePeriod: o.ShutdownGracePeriod, Logger: o.Logger,
-		MetricsRegisterer: o.MetricsRegisterer, TracerProvider: o.TracerProvider}
+		MetricsRegisterer: o.MetricsRegisterer, TracerProvider: o.TracerProvider,
+		Group: o.Group, GroupWeight: o.GroupWeight, MaxInFlightPerGroup: o.MaxInFlightPerGroup}
 }
 
 // watch is a kind a builder's controller watches, with how its documents
@@ -215,8 +222,19 @@ func (b *DriveBuilder[Spec, Status]) Workers(n int) *DriveBuilder[Spec, Status] 
 	return b
 }
 
+// Group serves the documents fairly across the groups group names from
+// their keys (a tenant prefix, say), with at most maxInFlight of one group
+// reconciled at once (zero: no cap): one tenant's backlog then delays
+// another's documents by the other tenants' turns, not by its size. See
+// controller.Config.Group; [Options] sets group weights too.
+func (b *DriveBuilder[Spec, Status]) Group(group func(key string) string, maxInFlight int) *DriveBuilder[Spec, Status] {
+	b.opts.Group, b.opts.MaxInFlightPerGroup = group, maxInFlight
+	return b
+}
+
 // WithOptions sets the controller's options, overriding the manager's
-// shared settings where a field is set. It replaces the Workers set before.
+// shared settings where a field is set. It replaces the Workers and Group
+// set before.
 func (b *DriveBuilder[Spec, Status]) WithOptions(o Options) *DriveBuilder[Spec, Status] {
 	b.opts = o
 	return b
