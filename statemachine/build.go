@@ -63,6 +63,7 @@ func New[S, P comparable](def Definition[S, P]) (*Machine[S, P], error) {
 	b.declare(def)
 	b.bound(def)
 	b.tables(def)
+	b.errorClasses(def)
 	if len(b.errs) > 0 {
 		return nil, errors.Join(b.errs...)
 	}

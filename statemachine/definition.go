@@ -87,6 +87,9 @@ type Definition[S, P comparable] struct {
 	// earlier phases (a RuntimeDomain's Deleted → Creating on restart). Each must
 	// be an edge of a rule or a completion.
 	Cycles []Edge[P] `json:"cycles,omitempty"`
+	// Errors declare classes of step errors: final, or retried on a
+	// schedule of their own (see [ErrorClass] and [Machine.Classify]).
+	Errors []ErrorClass `json:"errors,omitempty"`
 }
 
 // PhaseSpec declares one phase.
