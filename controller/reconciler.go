@@ -86,7 +86,8 @@ func (e *terminalError) Unwrap() []error {
 // or that was told when to come back (a Retry-After header). The failure is
 // logged and counted like any other error, and the key's rate-limiter count
 // is forgotten. The returned error matches err with errors.Is and errors.As.
-// A [Terminal] error wins over RetryAfter: it is not retried.
+// A [Terminal] error wins over RetryAfter: it is not retried. A step of a
+// driven machine may return it too: its retry time becomes now + d.
 func RetryAfter(err error, d time.Duration) error {
 	return &retryAfterError{err: err, after: max(d, 0)}
 }

@@ -183,6 +183,9 @@ type Config[Spec, Status any] struct {
 	// (statemachine.Operation.Attempts and RetryAt), so a restart, a
 	// failover, a resync or any event that does not change the spec keeps
 	// the schedule; a spec change or a deletion request retries at once.
+	// An error that carries its own delay ([controller.RetryAfter]) or
+	// whose machine's error class declares a schedule
+	// (statemachine.ErrorClass) is retried on that instead.
 	// Nil means [workqueue.DefaultBackoff]: 5 ms, doubling, up to 1000 s.
 	Backoff workqueue.Backoff
 
@@ -289,6 +292,14 @@ type Config[Spec, Status any] struct {
 // recognises them by the revision the driver wrote), and a reconcile
 // queued early for any other reason finds the retry time in status and
 // waits for it. A spec change or a deletion request retries at once.
+//
+// The machine's error classes (statemachine.ErrorClass) refine this: an
+// error of a final class gives the operation up at once, as a terminal one
+// does; an error that carries its own delay ([controller.RetryAfter],
+// [controller.RetryAfterHTTP]) waits that delay; an error of a class with a
+// schedule follows it; any other follows the backoff. The class is kept in
+// status (statemachine.Operation.ErrorClass), in the history of each
+// failed call, and labels tend_step_errors_total.
 //
 // Every operation is bounded by its phase's statemachine.Bounds: each step
 // call by a timeout (its context is cancelled), the phase by a deadline and
@@ -964,14 +975,19 @@ func (d *phaseDriver[Spec, Status, S, P]) act(ctx context.Context, log *zap.Logg
 		}
 		w.encoded = doc.Status
 	}
-	r.Outcome, r.Err = d.run(ctx, obj, dec)
+	var class statemachine.ErrorClass
+	r.Outcome, class, r.Err = d.run(ctx, obj, dec)
+	r.ErrorClass = class.Name
 	if ctx.Err() != nil && r.Outcome != statemachine.Done {
 		// Cancelled (shutdown, timeout, lease lost): record nothing.
 		return obj, r, nil, exitOf[Spec, Status](nil, turnEnd, controller.Result{}, cmp.Or(r.Err, ctx.Err()))
 	}
 	r.Now = time.Now()
-	r.RetryAfter = d.backoff.Delay(dec.Operation.Attempts + 1)
+	r.RetryAfter = d.retryAfter(dec, r, class)
 	d.metrics.Step(dec.Phase, dec.Step, r.Outcome)
+	if r.Outcome == statemachine.Failed || r.Outcome == statemachine.FailedTerminal {
+		d.metrics.StepError(dec.Phase, dec.Step, class.Name)
+	}
 	return obj, r, w.encoded, nil
 }
 
@@ -1240,8 +1256,8 @@ func (d *phaseDriver[Spec, Status, S, P]) recordOver(ctx context.Context, obj *s
 var errStepTimeout = errors.New("driver: step timed out")
 
 // run calls the step dec names, within its phase's step timeout, and
-// classifies its result.
-func (d *phaseDriver[Spec, Status, S, P]) run(ctx context.Context, obj *store.Object[Spec, Status], dec statemachine.Decision[S, P]) (out statemachine.Outcome, err error) {
+// classifies its result, and its error by the machine's error classes.
+func (d *phaseDriver[Spec, Status, S, P]) run(ctx context.Context, obj *store.Object[Spec, Status], dec statemachine.Decision[S, P]) (out statemachine.Outcome, class statemachine.ErrorClass, err error) {
 	if d.tracing != nil {
 		var span trace.Span
 		ctx, span = d.tracing.StartStep(ctx, obj.Key, dec)
@@ -1249,8 +1265,16 @@ func (d *phaseDriver[Spec, Status, S, P]) run(ctx context.Context, obj *store.Ob
 	}
 	if d.history != nil {
 		start := d.stepStarted(ctx, obj, dec)
-		defer func() { d.stepEnded(ctx, obj, dec, start, out, err) }()
+		defer func() { d.stepEnded(ctx, obj, dec, start, out, class.Name, err) }()
 	}
+	out, err = d.call(ctx, obj, dec)
+	out, class = d.classify(dec.Step, out, err)
+	return out, class, err
+}
+
+// call calls the step dec names, within its phase's step timeout, and
+// classifies its result.
+func (d *phaseDriver[Spec, Status, S, P]) call(ctx context.Context, obj *store.Object[Spec, Status], dec statemachine.Decision[S, P]) (out statemachine.Outcome, err error) {
 	ps := d.phases[dec.Phase]
 	stepCtx, cancel := context.WithTimeoutCause(ctx, ps.Bounds.StepTimeout, errStepTimeout)
 	defer cancel()

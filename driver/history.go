@@ -74,11 +74,11 @@ func (d *phaseDriver[Spec, Status, S, P]) stepStarted(ctx context.Context, obj *
 }
 
 // stepEnded records the end of a call of the step dec names, begun at start.
-func (d *phaseDriver[Spec, Status, S, P]) stepEnded(ctx context.Context, obj *store.Object[Spec, Status], dec statemachine.Decision[S, P], start time.Time, out statemachine.Outcome, err error) {
+func (d *phaseDriver[Spec, Status, S, P]) stepEnded(ctx context.Context, obj *store.Object[Spec, Status], dec statemachine.Decision[S, P], start time.Time, out statemachine.Outcome, class string, err error) {
 	now := time.Now()
 	e := history.Entry{Time: now, Type: history.StepEnded, Intent: fmt.Sprint(dec.Intent), Phase: fmt.Sprint(dec.Phase),
 		Step: dec.Step, Operation: dec.Operation.ID, Attempt: dec.Operation.Attempts + 1, Outcome: out.String(),
-		Duration: now.Sub(start)}
+		Duration: now.Sub(start), ErrorClass: class}
 	if err != nil {
 		e.Error = err.Error()
 	}

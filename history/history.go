@@ -111,8 +111,11 @@ type Entry struct {
 	Cause     string        `json:"cause,omitempty"`
 	Reason    string        `json:"reason,omitempty"`
 	Error     string        `json:"error,omitempty"`
-	Actor     string        `json:"actor,omitempty"`
-	Command   string        `json:"command,omitempty"`
+	// ErrorClass names the machine's class of a failed step's error
+	// (statemachine.ErrorClass); empty when none matched.
+	ErrorClass string `json:"errorClass,omitempty"`
+	Actor      string `json:"actor,omitempty"`
+	Command    string `json:"command,omitempty"`
 }
 
 // String returns a one-line account of e, for people.
@@ -146,6 +149,7 @@ func (e Entry) String() string {
 	if e.Error != "" {
 		add("error", strconv.Quote(e.Error))
 	}
+	add("class", e.ErrorClass)
 	add("actor", e.Actor)
 	add("command", e.Command)
 	add("reconcile", e.ReconcileID)

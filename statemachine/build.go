@@ -64,6 +64,7 @@ func New[S, P comparable](def Definition[S, P]) (*Machine[S, P], error) {
 	b.bound(def)
 	b.tables(def)
 	b.migrations(def.Migrations)
+	b.errorClasses(def)
 	if len(b.errs) > 0 {
 		return nil, errors.Join(b.errs...)
 	}

@@ -116,7 +116,7 @@ func (m *Machine[S, P]) ApplyCommands(intent S, st Status[S, P], now time.Time) 
 // returns why it refused, or "".
 func (m *Machine[S, P]) retry(intent S, out *Status[S, P], now time.Time, o *CommandOutcome) string {
 	if op, step, ok := m.failing(*out); ok {
-		op.Attempts, op.LastError, op.RetryAt = 0, "", time.Time{}
+		op.Attempts, op.LastError, op.ErrorClass, op.RetryAt = 0, "", "", time.Time{}
 		o.Operation, o.Step = op.ID, step
 		return ""
 	}
@@ -139,7 +139,7 @@ func (m *Machine[S, P]) skip(intent S, out *Status[S, P], now time.Time, o *Comm
 			return fmt.Sprintf("step %q is not the step that failed (%s)", want, step)
 		}
 		op.Done = append(op.Done, step)
-		op.Attempts, op.LastError, op.RetryAt = 0, "", time.Time{}
+		op.Attempts, op.LastError, op.ErrorClass, op.RetryAt = 0, "", "", time.Time{}
 		o.Operation, o.Step = op.ID, step
 		return ""
 	}
@@ -207,7 +207,7 @@ func (m *Machine[S, P]) resume(intent S, out *Status[S, P], now time.Time, skip 
 	next := out.clone()
 	op := next.Failure.Operation.clone()
 	op.From = next.Phase
-	op.Attempts, op.LastError, op.RetryAt = 0, "", time.Time{}
+	op.Attempts, op.LastError, op.ErrorClass, op.RetryAt = 0, "", "", time.Time{}
 	if skip != "" && !slices.Contains(op.Done, skip) {
 		op.Done = append(op.Done, skip)
 	}

@@ -201,6 +201,9 @@ type Report struct {
 	// (Failed, FailedTerminal): the caller's backoff for the operation's
 	// failure count. Status.Operation.RetryAt becomes Now + RetryAfter.
 	RetryAfter time.Duration
+	// ErrorClass names the class of Err (see [Machine.Classify]), recorded
+	// as Operation.ErrorClass (Failed, FailedTerminal).
+	ErrorClass string
 }
 
 // Decide returns what to do next for an object whose user intent is intent and
@@ -455,7 +458,7 @@ func nextStep(steps, done []string) (string, bool) {
 //   - Run: Done adds the step to the checkpoint; Progressed keeps it; both
 //     reset Attempts, LastError and RetryAt. Pending changes nothing.
 //     Failed increments Attempts,
-//     records the error and sets RetryAt to r.Now + r.RetryAfter; the attempt
+//     records the error and its class and sets RetryAt to r.Now + r.RetryAfter; the attempt
 //     that reaches the phase's MaxAttempts moves to its FailTo phase with a
 //     [Failure]. FailedTerminal does the same at once.
 //   - Complete: moves to d.Next and clears the operation; the tokens of the
@@ -520,13 +523,13 @@ func (m *Machine[S, P]) Apply(st Status[S, P], d Decision[S, P], r Report) (Stat
 		switch r.Outcome {
 		case Done:
 			op.Done = append(op.Done, d.Step)
-			op.Attempts, op.LastError, op.RetryAt = 0, "", time.Time{}
+			op.Attempts, op.LastError, op.ErrorClass, op.RetryAt = 0, "", "", time.Time{}
 		case Progressed:
-			op.Attempts, op.LastError, op.RetryAt = 0, "", time.Time{}
+			op.Attempts, op.LastError, op.ErrorClass, op.RetryAt = 0, "", "", time.Time{}
 		case Pending:
 		case Failed, FailedTerminal:
 			op.Attempts++
-			op.LastError = errText(r.Err)
+			op.LastError, op.ErrorClass = errText(r.Err), r.ErrorClass
 			op.RetryAt = r.Now.Add(r.RetryAfter)
 			var err error
 			switch max := m.bounds[pi].MaxAttempts; {

@@ -96,6 +96,9 @@ type Definition[S, P comparable] struct {
 	// Migrations declare how the status a previous version of the
 	// machine wrote is carried onto this one (see [Machine.Carry]).
 	Migrations Migrations[S, P] `json:"migrations,omitzero"`
+	// Errors declare classes of step errors: final, or retried on a
+	// schedule of their own (see [ErrorClass] and [Machine.Classify]).
+	Errors []ErrorClass `json:"errors,omitempty"`
 }
 
 // PhaseSpec declares one phase.

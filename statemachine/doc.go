@@ -65,7 +65,9 @@
 // return, run again); a step whose work runs elsewhere (a job it started)
 // reports [Pending] until that work ends, keeping its failure count, so a
 // job that keeps failing backs off. A failed step's retry time is kept in status
-// (Operation.RetryAt), so the backoff survives restarts.
+// (Operation.RetryAt), so the backoff survives restarts. A machine declares
+// classes of step errors ([ErrorClass], [Machine.Classify]): final, or
+// retried on a schedule of their own.
 //
 // # Beyond a single State
 //

@@ -237,5 +237,10 @@ func cloneDefinition[S, P comparable](d Definition[S, P]) Definition[S, P] {
 	d.Unreachable = slices.Clone(d.Unreachable)
 	d.Cycles = slices.Clone(d.Cycles)
 	d.Migrations = d.Migrations.clone()
+	d.Errors = slices.Clone(d.Errors)
+	for i := range d.Errors {
+		d.Errors[i].Steps = slices.Clone(d.Errors[i].Steps)
+		d.Errors[i].Retry = slices.Clone(d.Errors[i].Retry)
+	}
 	return d
 }

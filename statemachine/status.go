@@ -167,6 +167,9 @@ type Operation[P comparable] struct {
 	Attempts int `json:"attempts,omitempty"`
 	// LastError is the message of the last failed attempt.
 	LastError string `json:"lastError,omitempty"`
+	// ErrorClass names the [ErrorClass] of the last failed attempt's
+	// error; empty when no class of the machine matched it.
+	ErrorClass string `json:"errorClass,omitempty"`
 	// RetryAt is when the step that failed last may run again: the backoff,
 	// kept in status so that a restart, a failover or an unrelated event
 	// does not retry it early. Zero after progress.
@@ -325,7 +328,7 @@ func (s Status[S, P]) Equal(o Status[S, P]) bool {
 
 func (o Operation[P]) equal(x Operation[P]) bool {
 	return o.ID == x.ID && o.Phase == x.Phase && o.From == x.From && slices.Equal(o.Done, x.Done) &&
-		o.Attempts == x.Attempts && o.LastError == x.LastError &&
+		o.Attempts == x.Attempts && o.LastError == x.LastError && o.ErrorClass == x.ErrorClass &&
 		o.RetryAt.Equal(x.RetryAt) && o.Trigger == x.Trigger && o.Request == x.Request && slices.Equal(o.Tokens, x.Tokens)
 }
 

@@ -1,6 +1,6 @@
 // Package phasemetrics holds the Prometheus series a driver exports for the
 // documents of one kind: phase transitions and time in each phase, the
-// documents per (intent, phase), step attempts, failures, refusals, drift
+// documents per (intent, phase), step attempts, step errors by class, failures, refusals, drift
 // repairs, requests, timers, operator commands and paused documents. The
 // driver's documentation lists the series.
 package phasemetrics
@@ -29,6 +29,7 @@ type Metrics[S, P comparable] struct {
 	durations   map[P]prometheus.Observer
 	documents   map[statemachine.Pair[S, P]]prometheus.Gauge
 	steps       map[stepKey[P]]prometheus.Counter
+	stepErrors  *prometheus.CounterVec // by phase, step and declared error class
 	failures    *prometheus.CounterVec // by phase and cause
 	refusals    *prometheus.CounterVec // by phase
 	drifts      *prometheus.CounterVec // by phase
@@ -112,6 +113,11 @@ func New[S, P comparable](reg prometheus.Registerer, kind string, m *statemachin
 			Help:        "Operator commands carried out, per kind, verb and result (applied, refused)",
 			ConstLabels: labels,
 		}, []string{"verb", "result"}),
+		stepErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name:        "tend_step_errors_total",
+			Help:        "Failed step calls, per kind, phase, step and error class (a class the machine declares; empty when none matched)",
+			ConstLabels: labels,
+		}, []string{"phase", "step", "class"}),
 		pausedDocs: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name:        "tend_paused_documents",
 			Help:        "Documents this replica last found paused by an operator, per kind",
@@ -132,7 +138,7 @@ func New[S, P comparable](reg prometheus.Registerer, kind string, m *statemachin
 		ConstLabels: labels,
 	}, []string{"phase", "step", "outcome"})
 	pm.collectors = []prometheus.Collector{transitions, durations, documents, steps, pm.failures, pm.refusals,
-		pm.drifts, pm.requests, pm.timers, pm.commands, pm.pausedDocs}
+		pm.stepErrors, pm.drifts, pm.requests, pm.timers, pm.commands, pm.pausedDocs}
 	for _, s := range m.States() {
 		for _, p := range m.Phases() {
 			pm.documents[statemachine.Pair[S, P]{State: s, Phase: p}] = documents.WithLabelValues(fmt.Sprint(s), fmt.Sprint(p))
@@ -210,6 +216,14 @@ func (pm *Metrics[S, P]) Step(phase P, step string, out statemachine.Outcome) {
 	}
 	if c := pm.steps[stepKey[P]{phase, step, out}]; c != nil {
 		c.Inc()
+	}
+}
+
+// StepError counts a failed call of step, whose error the machine
+// classed as class (a declared class's name, or empty).
+func (pm *Metrics[S, P]) StepError(phase P, step, class string) {
+	if pm != nil {
+		pm.stepErrors.WithLabelValues(fmt.Sprint(phase), step, class).Inc()
 	}
 }
 
