@@ -19,4 +19,23 @@
 // the controller runs nothing for the document, and status.commands,
 // commands its controller carries out (or refuses) in the write that
 // removes them. Every action is recorded in the document's history.
+// [Action] is any of them as data, for [Client.Apply].
+//
+// # Bulk actions
+//
+// A [Selection] picks documents of a kind by labels, phases, being stuck,
+// or all of them (which must be said: a selection of nothing selects
+// nothing). [Client.Select] previews it; [Client.Bulk] acts on it at a
+// [Rate], reports each document's outcome, and, given the [Preview] the
+// operator confirmed, acts only on what was previewed and lists the
+// documents that changed since, left the selection or joined it.
+//
+// # Over HTTP
+//
+// [Server] is an http.Handler serving this package's API, for a program to
+// mount (beside its console, or as its Manager handler's fallback); it is
+// read-only unless an authorizer is configured, and programs present a
+// bearer token. [Remote] has the Client's methods, carried out by a
+// Server: tend --server uses it. Errors keep their identity across the
+// wire: a Remote's error matches the sentinel the Client's would.
 package oncall
