@@ -54,6 +54,9 @@ type Action struct {
 	Finalizer string
 	// Force removes a finalizer even while a controller serves the kind.
 	Force bool
+	// Bulk reports that the action is asked of every document of Kind
+	// that a selection selects, from the kind's page (Key is empty).
+	Bulk bool
 }
 
 // Errors an action is refused with; the answer is 403 Forbidden.

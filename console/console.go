@@ -136,6 +136,8 @@ func New(cfg Config) (*Console, error) {
 	c.mux.HandleFunc("GET "+prefix+"kinds/{kind}", c.serveKind)
 	c.mux.HandleFunc("GET "+prefix+"kinds/{kind}/objects/{key...}", c.serveObject)
 	c.mux.HandleFunc("POST "+prefix+"kinds/{kind}/objects/{key...}", c.serveAction)
+	c.mux.HandleFunc("GET "+prefix+"kinds/{kind}/bulk", c.serveBulkPreview)
+	c.mux.HandleFunc("POST "+prefix+"kinds/{kind}/bulk", c.serveBulk)
 	c.mux.HandleFunc("GET "+prefix+"events", c.serveEvents)
 	return c, nil
 }

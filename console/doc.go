@@ -24,6 +24,14 @@
 // cookie, and pass [http.CrossOriginProtection], so that another site
 // cannot make an operator's browser act.
 //
+// A kind's page also acts on all matching documents: its "All matching"
+// form (labels, phase, stuck) previews how many documents match and the
+// first of them, and the preview's form runs the action on the documents
+// previewed that still match (an oncall.Client's Bulk), then lists each
+// one's outcome and the documents that changed since the preview or
+// matched since; [Config.Authorize] is asked about it as an [Action] with
+// Bulk set.
+//
 // # Goroutines
 //
 // [New] starts nothing. The event streams run in the requests that ask for

@@ -33,7 +33,7 @@ func parsePages(prefix string) (map[string]*template.Template, error) {
 		return nil, err
 	}
 	pages := map[string]*template.Template{}
-	for _, name := range []string{"kinds", "kind", "object"} {
+	for _, name := range []string{"kinds", "kind", "object", "bulk"} {
 		t, err := template.Must(layout.Clone()).ParseFS(web, "web/"+name+".html")
 		if err != nil {
 			return nil, err
@@ -256,6 +256,8 @@ type kindPage struct {
 	// Empty is the row the page's script fills for a document it learns
 	// of from the event stream.
 	Empty objectRow
+	// Bulk is what the "All matching" form offers.
+	Bulk bulkForm
 }
 
 func (c *Console) serveKind(w http.ResponseWriter, r *http.Request) {
@@ -277,7 +279,7 @@ func (c *Console) serveKind(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
-	p := kindPage{Kind: kind, Machine: reg.Machine.Name, Total: len(kv.Objects), Revision: rev}
+	p := kindPage{Kind: kind, Machine: reg.Machine.Name, Total: len(kv.Objects), Revision: rev, Bulk: newBulkForm(kv.Machine)}
 	if p.Served, err = c.reader.Served(ctx, kind); err != nil {
 		c.fail(w, r, err)
 		return

@@ -166,18 +166,8 @@ func (c *Client) List(ctx context.Context, kind string, opts store.ListOptions) 
 // list returns every document of kind opts selects, following continue
 // tokens.
 func (c *Client) list(ctx context.Context, kind string, opts store.ListOptions) ([]store.Document, error) {
-	var out []store.Document
-	for {
-		res, err := c.b.List(ctx, kind, opts)
-		if err != nil {
-			return nil, fmt.Errorf("oncall: listing %s: %w", kind, err)
-		}
-		out = append(out, res.Items...)
-		if res.Continue == "" {
-			return out, nil
-		}
-		opts.Continue = res.Continue
-	}
+	docs, _, err := c.listAt(ctx, kind, opts)
+	return docs, err
 }
 
 // History returns the history of the document of kind and key, oldest

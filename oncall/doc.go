@@ -21,10 +21,29 @@
 // removes them. Every action is recorded in the document's history: one
 // entry when an operator pauses or resumes, and for a command one "issued"
 // entry ([history.IssuedID]) and, once its controller carried it out or
-// refused it, one outcome entry ([history.OutcomeID]).
+// refused it, one outcome entry ([history.OutcomeID]). [Action] is any of
+// them as data, for [Client.Apply].
 //
 // Actions apply only where a machine drives: an action on a document of a
 // kind no machine is registered for (the registry's own kind, the history
 // kinds, a kind no Manager ran) is refused with [ErrNotDriven] before
 // anything is written.
+//
+// # Bulk actions
+//
+// A [Selection] picks documents of a kind by labels, phases, being stuck,
+// or all of them (which must be said: a selection of nothing selects
+// nothing). [Client.Select] previews it; [Client.Bulk] acts on it at a
+// [Rate], reports each document's outcome, and, given the [Preview] the
+// operator confirmed, acts only on what was previewed and lists the
+// documents that changed since, left the selection or joined it.
+//
+// # Over HTTP
+//
+// [Server] is an http.Handler serving this package's API, for a program to
+// mount (beside its console, or as its Manager handler's fallback); it is
+// read-only unless an authorizer is configured, and programs present a
+// bearer token. [Remote] has the Client's methods, carried out by a
+// Server: tend --server uses it. Errors keep their identity across the
+// wire: a Remote's error matches the sentinel the Client's would.
 package oncall

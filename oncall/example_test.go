@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/tendhq/tend/registry"
 
@@ -56,4 +57,35 @@ func Example() {
 	// Running Starting [deploy] paused by alice: database maintenance
 	// operator pause alice
 	// true
+}
+
+// A bulk action: preview the documents a selection selects, then act on
+// them, at most ten a second, and read each one's outcome.
+func ExampleClient_Bulk() {
+	ctx := context.Background()
+	b, _ := memory.New(memory.Config{Kinds: slices.Concat([]string{"Gateway"}, history.Kinds("Gateway"), registry.Kinds())})
+	for _, key := range []string{"gw-1", "gw-2", "gw-3"} {
+		team := "a"
+		if key == "gw-3" {
+			team = "b"
+		}
+		_, _ = b.Create(ctx, store.Document{Meta: store.Meta{Kind: "Gateway", Key: key, Labels: map[string]string{"team": team}}})
+	}
+	ops, _ := oncall.New(b, oncall.Config{Actor: "alice"})
+	sel := oncall.Selection{Kind: "Gateway", Selector: store.MustParseSelector("team=a")}
+	views, _ := ops.Select(ctx, sel)
+	fmt.Println("would pause", len(views))
+	res, _ := ops.Bulk(ctx, oncall.Bulk{
+		Selection: sel,
+		Action:    oncall.Action{Name: oncall.ActionPause, Reason: "team a's maintenance"},
+		Rate:      oncall.Rate{N: 10, Per: time.Second},
+		Preview:   oncall.PreviewOf(views),
+	})
+	for _, o := range res.Outcomes {
+		fmt.Println(o.Key, o.Err)
+	}
+	// Output:
+	// would pause 2
+	// gw-1 <nil>
+	// gw-2 <nil>
 }

@@ -17,8 +17,11 @@ import (
 // action is what every command that changes a document shares.
 type action struct {
 	*options
-	verb    string // as the user typed it
-	wait    bool
+	verb  string // as the user typed it
+	wait  bool
+	force bool
+	// sel, when set, makes the command a bulk action (see bulk).
+	sel     *selection
 	timeout time.Duration
 }
 
@@ -26,6 +29,14 @@ type action struct {
 func (a *action) flags(cmd *cobra.Command, commands bool) {
 	f := cmd.Flags()
 	f.BoolVarP(&a.yes, "yes", "y", false, "act without asking for confirmation")
+	force := "act on a memory snapshot even while the process that wrote it runs (it will overwrite what tend writes)"
+	if a.verb == "remove-finalizer" {
+		force = "remove it even while a controller serves the kind (or runs on the memory snapshot)"
+	}
+	f.BoolVar(&a.force, "force", false, force)
+	if a.sel != nil {
+		a.sel.flags(cmd)
+	}
 	if commands {
 		f.BoolVar(&a.wait, "wait", false, "wait until the controller carried the command out or refused it")
 		f.DurationVar(&a.timeout, "timeout", 5*time.Minute, "how long --wait waits")
@@ -45,6 +56,9 @@ func (a *action) do(ctx context.Context, kind, key, what string, act func(c *con
 	}
 	if a.wait && !c.shared {
 		return usagef("--wait needs a store the controllers share: no controller reads a memory snapshot while tend writes it")
+	}
+	if err := a.checkSnapshot(ctx, c, kind); err != nil {
+		return err
 	}
 	obj, err := c.client.Get(ctx, kind, key)
 	if err != nil {
@@ -93,6 +107,20 @@ func (a *action) do(ctx context.Context, kind, key, what string, act func(c *con
 	return nil
 }
 
+// checkSnapshot refuses to act on a memory snapshot whose process still
+// serves kind (its presence lease is live), unless --force: that process
+// does not read the file, and overwrites it.
+func (a *action) checkSnapshot(ctx context.Context, c *conn, kind string) error {
+	if c.shared || a.force {
+		return nil
+	}
+	served, err := c.client.Served(ctx, kind)
+	if err != nil || !served {
+		return err
+	}
+	return fmt.Errorf("%w: the process that wrote this snapshot serves %s (its presence lease is live): it does not read what tend writes here and will overwrite it; act through the on-call API it serves (--server), or stop it first (--force acts anyway)", errLiveSnapshot, kind)
+}
+
 // confirm asks the user to confirm, unless --yes was given; without a
 // terminal to ask on, it refuses.
 func (a *action) confirm(prompt string) error {
@@ -112,18 +140,23 @@ func (a *action) confirm(prompt string) error {
 }
 
 func newPause(o *options) *cobra.Command {
-	a := &action{options: o, verb: "pause"}
+	a := &action{options: o, verb: "pause", sel: &selection{}}
 	var reason string
 	cmd := &cobra.Command{
 		Use:   "pause KIND KEY",
 		Short: "Hold a document: its controller runs nothing for it until resumed",
 		Long: `pause holds a document: its controllers run no step and make no decision for
 it until tend resume lifts the hold. The hold, who set it and why are in
-status.paused, and the action in the document's history.`,
-		Example:           `  tend pause Gateway team-a/gw-1 --reason "investigating INC-42" --yes`,
-		Args:              cobra.ExactArgs(2),
+status.paused, and the action in the document's history.` + bulkLong,
+		Example: `  tend pause Gateway team-a/gw-1 --reason "investigating INC-42" --yes
+  tend pause Gateway -l team=a --dry-run
+  tend pause Gateway -l team=a --rate 10/s --reason "INC-42" --yes`,
+		Args:              a.sel.args(2),
 		ValidArgsFunction: o.completeKindKey,
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			if a.sel.selecting() {
+				return a.bulk(cmd.Context(), args[0], "Pause", oncall.Action{Name: oncall.ActionPause, Reason: reason})
+			}
 			return a.do(cmd.Context(), args[0], args[1], "Pause", func(c *conn) (*statemachine.Command, error) {
 				return nil, c.client.Pause(cmd.Context(), args[0], args[1], reason)
 			})
@@ -135,13 +168,18 @@ status.paused, and the action in the document's history.`,
 }
 
 func newResume(o *options) *cobra.Command {
-	a := &action{options: o, verb: "resume"}
+	a := &action{options: o, verb: "resume", sel: &selection{}}
 	cmd := &cobra.Command{
 		Use:               "resume KIND KEY",
 		Short:             "Lift an operator's hold on a document",
-		Args:              cobra.ExactArgs(2),
+		Long:              "resume lifts an operator's hold on a document: its controllers reconcile it at once." + bulkLong,
+		Example:           "  tend resume Gateway team-a/gw-1 --yes\n  tend resume Gateway --all --yes",
+		Args:              a.sel.args(2),
 		ValidArgsFunction: o.completeKindKey,
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			if a.sel.selecting() {
+				return a.bulk(cmd.Context(), args[0], "Resume", oncall.Action{Name: oncall.ActionResume})
+			}
 			return a.do(cmd.Context(), args[0], args[1], "Resume", func(c *conn) (*statemachine.Command, error) {
 				return nil, c.client.Resume(cmd.Context(), args[0], args[1])
 			})
@@ -154,7 +192,7 @@ func newResume(o *options) *cobra.Command {
 // newCommand returns a command that issues a controller command with one
 // argument (or none when argName is empty).
 func newCommand(o *options, use, argName string, argOf argOf, short, long, what string, issue func(ctx context.Context, c *conn, kind, key, arg string) (statemachine.Command, error)) *cobra.Command {
-	a := &action{options: o, verb: use}
+	a := &action{options: o, verb: use, sel: &selection{}}
 	n := 2
 	usage := use + " KIND KEY"
 	if argName != "" {
@@ -165,11 +203,18 @@ func newCommand(o *options, use, argName string, argOf argOf, short, long, what 
 		Use:               usage,
 		Short:             short,
 		Long:              long,
-		Args:              cobra.ExactArgs(n),
+		Args:              a.sel.args(n),
 		ValidArgsFunction: o.completeArgs(argOf),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
 			arg := ""
 			w := what
+			if a.sel.selecting() {
+				if n == 3 {
+					arg = args[1]
+					w = fmt.Sprintf(what, arg)
+				}
+				return a.bulk(cmd.Context(), args[0], w, bulkAction(use, arg))
+			}
 			if n == 3 {
 				arg = args[2]
 				w = fmt.Sprintf(what, arg)
@@ -187,11 +232,34 @@ func newCommand(o *options, use, argName string, argOf argOf, short, long, what 
 	return cmd
 }
 
+// bulkAction returns the action of the command verb with its argument.
+func bulkAction(verb, arg string) oncall.Action {
+	a := oncall.Action{Name: verb}
+	switch verb {
+	case oncall.ActionSkip:
+		a.Step = arg
+	case oncall.ActionMove:
+		a.Phase = arg
+	case oncall.ActionRequest:
+		a.Request = arg
+	}
+	return a
+}
+
 const commandLong = `
 
 The command is written into the document's status (status.commands) and
 carried out by whichever replica of its controller reconciles it next, which
-records the outcome in the document's history; --wait waits for it.`
+records the outcome in the document's history; --wait waits for it.` + bulkLong
+
+// bulkLong documents the bulk form of an action.
+const bulkLong = `
+
+With -l, --phase, --stuck or --all instead of KEY, the action is taken on
+every document of KIND they select: tend shows how many and the first ones
+(--dry-run stops there), asks for confirmation, acts at --rate, and writes
+each document's outcome, the documents that changed since it showed them,
+and a summary; it exits with code 4 when the action was refused for any.`
 
 func newRetry(o *options) *cobra.Command {
 	return newCommand(o, "retry", "", nil, "Run a failing step again now, or resume a failed operation from Fault",
@@ -233,7 +301,6 @@ rotation…), as if the spec carried a new token for it.`+commandLong, "Request 
 
 func newRemoveFinalizer(o *options) *cobra.Command {
 	a := &action{options: o, verb: "remove-finalizer"}
-	var force bool
 	cmd := &cobra.Command{
 		Use:   "remove-finalizer KIND KEY NAME",
 		Short: "Remove a finalizer from a document, when its controller cannot",
@@ -245,11 +312,10 @@ given: the controller would have cleaned up and removed it itself.`,
 		ValidArgsFunction: o.completeArgs(finalizersOf),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
 			return a.do(cmd.Context(), args[0], args[1], "Remove finalizer "+args[2]+" from", func(c *conn) (*statemachine.Command, error) {
-				return nil, c.client.RemoveFinalizer(cmd.Context(), args[0], args[1], args[2], force)
+				return nil, c.client.RemoveFinalizer(cmd.Context(), args[0], args[1], args[2], a.force)
 			})
 		}),
 	}
 	a.flags(cmd, false)
-	cmd.Flags().BoolVar(&force, "force", false, "remove it even while a controller serves the kind")
 	return cmd
 }

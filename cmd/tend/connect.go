@@ -30,8 +30,7 @@ import (
 // conn is a connection to a store, with the machines its controllers
 // registered.
 type conn struct {
-	backend store.Backend
-	client  *oncall.Client
+	client api
 	// regs are the registrations, by kind.
 	regs map[string]registry.Entry
 	// kinds are the registered kinds, sorted.
@@ -57,6 +56,9 @@ type opener struct {
 // connect opens the store o names, reads its registrations and opens it
 // again with their kinds.
 func (o *options) connect(ctx context.Context) (*conn, error) {
+	if o.server != "" {
+		return o.connectServer(ctx)
+	}
 	spec := o.store
 	if spec == "" {
 		spec = os.Getenv("TEND_STORE")
@@ -102,14 +104,15 @@ func (op *opener) connect(ctx context.Context, actor string) (*conn, error) {
 	slices.Sort(c.kinds)
 	slices.Sort(kinds)
 	kinds = slices.Compact(kinds)
-	if c.backend, err = op.open(ctx, kinds); err != nil {
+	b, err := op.open(ctx, kinds)
+	if err != nil {
 		return nil, err
 	}
-	if c.client, err = oncall.New(c.backend, oncall.Config{Actor: actor}); err != nil {
+	if c.client, err = oncall.New(b, oncall.Config{Actor: actor}); err != nil {
 		return nil, err
 	}
 	if op.save != nil {
-		c.save = func() error { return op.save(c.backend) }
+		c.save = func() error { return op.save(b) }
 	}
 	return c, nil
 }

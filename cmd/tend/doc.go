@@ -20,6 +20,12 @@
 //	kube, kube:KUBECONFIG                   the Kubernetes API server of the kubeconfig's current context
 //	                                        (KUBECONFIG or ~/.kube/config for kube), in its namespace
 //
+// --server URL connects instead to the on-call API a running program
+// serves (oncall.Server), with the bearer token of TEND_TOKEN or of the file
+// --token-file names. Acting on a memory snapshot whose program still runs
+// (its kind's presence lease is live) is refused unless --force: that
+// program overwrites the file.
+//
 // # Commands
 //
 //	tend get [KIND [KEY]] [--phase P] [-l SELECTOR] [-o table|json|yaml] [--watch]
@@ -33,6 +39,8 @@
 //	tend skip KIND KEY STEP [--wait]
 //	tend move KIND KEY PHASE [--wait]
 //	tend request KIND KEY NAME [--wait]
+//	tend pause|resume|retry|skip|move|request KIND [ARG] -l SELECTOR|--phase P|--stuck|--all
+//	     [--dry-run] [--rate N/s|N/m] [--parallel N]
 //	tend remove-finalizer KIND KEY NAME [--force]
 //	tend completion bash|zsh|fish|powershell
 //
@@ -51,7 +59,10 @@
 //	   or no store where --store points
 //	4  refused: the action was not taken: not confirmed, invalid for the
 //	   document (nothing to retry, unknown step…), a served kind's
-//	   finalizer without --force, or refused by the controller (--wait);
-//	   machine diff: the new machine would strand documents
+//	   finalizer without --force, a memory snapshot whose program still
+//	   runs without --force, refused by the controller (--wait), refused
+//	   for any document of a bulk action, or refused by --server (no
+//	   token, a wrong one, a read-only API); machine diff: the new machine
+//	   would strand documents
 //	5  stuck found: tend stuck listed at least one document
 package main

@@ -30,8 +30,11 @@ const exitCodes = `Exit codes:
      or no store where --store points
   4  refused: the action was not taken: not confirmed, invalid for the
      document (nothing to retry, unknown step…), a served kind's finalizer
-     without --force, or refused by the controller (--wait); machine diff:
-     the new machine would strand documents
+     without --force, a memory snapshot whose process still runs without
+     --force, refused by the controller (--wait), refused for any document
+     of a bulk action, or refused by --server (no token, a wrong one, a
+     read-only server); machine diff: the new machine would strand
+     documents
   5  stuck found: tend stuck listed at least one document`
 
 // codedError is an error that ends the command with its exit code. Every
@@ -57,6 +60,10 @@ var errNotConfirmed = errors.New("not confirmed")
 // errNoStore is returned when the store named holds no tend store.
 var errNoStore = errors.New("no tend store there")
 
+// errLiveSnapshot is returned for an action on a memory snapshot whose
+// process still runs.
+var errLiveSnapshot = errors.New("refused: the snapshot is live")
+
 // errCommandRefused is returned by --wait when the controller refused the
 // command.
 var errCommandRefused = errors.New("the controller refused the command")
@@ -81,7 +88,8 @@ func classify(err error) error {
 		errors.Is(err, errNoStore):
 		return &codedError{exitNotFound, err}
 	case errors.Is(err, errNotConfirmed), errors.Is(err, errCommandRefused),
-		errors.Is(err, oncall.ErrInvalidAction), errors.Is(err, oncall.ErrServed):
+		errors.Is(err, oncall.ErrInvalidAction), errors.Is(err, oncall.ErrServed), errors.Is(err, errLiveSnapshot),
+		errors.Is(err, oncall.ErrUnauthorized), errors.Is(err, oncall.ErrForbidden), errors.Is(err, errBulkRefused):
 		return &codedError{exitRefused, err}
 	}
 	return &codedError{exitError, err}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -79,9 +78,13 @@ func (g *getOptions) run(cmd *cobra.Command, args []string) error {
 	if g.watch && !c.shared {
 		return usagef("--watch needs a store the controllers share: a memory snapshot does not change under tend")
 	}
-	rev, err := revision(ctx, c.backend, kind)
-	if err != nil {
-		return err
+	w := &objectWriter{out: g.out, format: g.output, now: g.now, stream: g.watch}
+	if g.watch {
+		key := ""
+		if len(args) == 2 {
+			key = args[1]
+		}
+		return g.follow(ctx, c, oncall.Selection{Kind: kind, Key: key, Selector: sel, Phases: g.phases, All: true}, w)
 	}
 	var objs []oncall.View
 	if len(args) == 2 {
@@ -94,18 +97,7 @@ func (g *getOptions) run(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	objs = slices.DeleteFunc(objs, func(o oncall.View) bool { return !g.match(o, sel) })
-	w := &objectWriter{out: g.out, format: g.output, now: g.now, stream: g.watch}
-	if err := w.write(objs); err != nil {
-		return err
-	}
-	if !g.watch {
-		return nil
-	}
-	key := ""
-	if len(args) == 2 {
-		key = args[1]
-	}
-	return g.follow(ctx, c, kind, key, sel, rev, w)
+	return w.write(objs)
 }
 
 // match reports whether obj passes the filters.
@@ -113,75 +105,27 @@ func (g *getOptions) match(obj oncall.View, sel store.Selector) bool {
 	return (len(g.phases) == 0 || slices.Contains(g.phases, obj.Phase)) && sel.Matches(obj.Meta.Labels)
 }
 
-// revision returns the kind's current revision, to watch from.
-func revision(ctx context.Context, b store.Backend, kind string) (int64, error) {
-	res, err := b.List(ctx, kind, store.ListOptions{Limit: 1})
-	if err != nil {
-		return 0, err
-	}
-	return res.Revision, nil
-}
-
-// follow writes the changes of the kind's documents (of the one document
-// key, when set) after revision rev, until ctx ends.
-func (g *getOptions) follow(ctx context.Context, c *conn, kind, key string, sel store.Selector, rev int64, w *objectWriter) error {
-	for {
-		watch, err := c.backend.Watch(ctx, kind, rev)
-		if err != nil {
-			return err
+// follow writes the documents sel selects, then each change, until ctx
+// ends. When the watch has to start over, the documents are written again,
+// so that nothing is missed.
+func (g *getOptions) follow(ctx context.Context, c *conn, sel oncall.Selection, w *objectWriter) error {
+	first := true
+	err := c.client.Watch(ctx, sel, func(ev oncall.Event) error {
+		switch ev.Type {
+		case oncall.EventDelete:
+			return w.deleted(ev.Views[0])
+		case oncall.EventList:
+			if first && sel.Key != "" && len(ev.Views) == 0 {
+				return fmt.Errorf("%s %q: %w", sel.Kind, sel.Key, store.ErrNotFound)
+			}
+			first = false
 		}
-		err = func() error {
-			defer watch.Close()
-			for {
-				ev, err := watch.Next(ctx)
-				if err != nil {
-					return err
-				}
-				rev = ev.Revision
-				doc := ev.Document
-				if key != "" && doc.Meta.Key != key {
-					continue
-				}
-				if ev.Type == store.Deleted {
-					if err := w.deleted(oncall.View{Meta: doc.Meta}); err != nil {
-						return err
-					}
-					continue
-				}
-				obj, err := oncall.Decode(doc)
-				if err != nil {
-					return err
-				}
-				if g.match(obj, sel) {
-					if err := w.write([]oncall.View{obj}); err != nil {
-						return err
-					}
-				}
-			}
-		}()
-		switch {
-		case ctx.Err() != nil:
-			return nil // interrupted: the normal end of --watch
-		case errors.Is(err, store.ErrCompacted), errors.Is(err, store.ErrWatchLagged):
-			// Start again from now: the documents' current state is
-			// written again, so nothing is missed.
-			if rev, err = revision(ctx, c.backend, kind); err != nil {
-				return err
-			}
-			objs, err := c.client.List(ctx, kind, store.ListOptions{Selector: sel})
-			if err != nil {
-				return err
-			}
-			objs = slices.DeleteFunc(objs, func(o oncall.View) bool {
-				return !g.match(o, sel) || key != "" && o.Meta.Key != key
-			})
-			if err := w.write(objs); err != nil {
-				return err
-			}
-		default:
-			return err
-		}
+		return w.write(ev.Views)
+	})
+	if ctx.Err() != nil {
+		return nil // interrupted: the normal end of --watch
 	}
+	return err
 }
 
 // kinds writes the registered kinds with their documents counted by phase.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -83,8 +84,15 @@ func sameJSON(t *testing.T, what string, want, got []byte) {
 // its exit code.
 func watch(t *testing.T, spec string, args ...string) (<-chan string, func() int) {
 	t.Helper()
-	cmd := exec.Command(binary, append([]string{"--store", spec, "get", "--watch", "-o", "json"}, args...)...)
-	cmd.Env = append(os.Environ(), "TEND_STORE=")
+	return watchWith(t, nil, []string{"--store", spec}, args...)
+}
+
+// watchWith is watch connected with the flags connect and the environment
+// variables env.
+func watchWith(t *testing.T, env, connect []string, args ...string) (<-chan string, func() int) {
+	t.Helper()
+	cmd := exec.Command(binary, slices.Concat(connect, []string{"get", "--watch", "-o", "json"}, args)...)
+	cmd.Env = append(append(os.Environ(), "TEND_STORE="), env...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -145,8 +153,15 @@ func next(t *testing.T, lines <-chan string) document {
 // testWatch checks that --watch writes the documents, then a change made
 // while it runs, and ends with exit code 0 when interrupted.
 func testWatch(t *testing.T, b store.Backend, spec string) {
+	t.Helper()
+	testWatchWith(t, b, nil, []string{"--store", spec})
+}
+
+// testWatchWith is testWatch connected with the flags connect and the
+// environment variables env.
+func testWatchWith(t *testing.T, b store.Backend, env, connect []string) {
 	ctx := context.Background()
-	lines, stop := watch(t, spec, widgetKind)
+	lines, stop := watchWith(t, env, connect, widgetKind)
 	seen := map[string]bool{}
 	for range widgets {
 		seen[next(t, lines).Meta.Key] = true

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -81,16 +82,24 @@ func tendEnv(t testing.TB, env []string, args ...string) result {
 // person would have seen, normalised (see normalise).
 func transcript(t testing.TB, storeSpec string, lines ...[]string) string {
 	t.Helper()
+	return transcriptWith(t, nil, []string{"--store", storeSpec}, storeSpec, lines...)
+}
+
+// transcriptWith is transcript connected with the flags connect and the
+// environment variables env; where stands for where it connects, replaced
+// by STORE.
+func transcriptWith(t testing.TB, env, connect []string, where string, lines ...[]string) string {
+	t.Helper()
 	var b strings.Builder
 	for _, args := range lines {
-		r := tend(t, append([]string{"--store", storeSpec}, args...)...)
+		r := tendEnv(t, env, append(slices.Clone(connect), args...)...)
 		fmt.Fprintf(&b, "$ tend %s\n%s", shellWords(args), r.stdout)
 		if r.stderr != "" {
 			fmt.Fprintf(&b, "[stderr]\n%s", r.stderr)
 		}
 		fmt.Fprintf(&b, "[exit %d]\n\n", r.code)
 	}
-	return normalise(strings.ReplaceAll(b.String(), storeSpec, "STORE"))
+	return normalise(strings.ReplaceAll(b.String(), where, "STORE"))
 }
 
 // shellWords writes args as a shell would need them typed.

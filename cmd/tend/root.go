@@ -16,8 +16,11 @@ import (
 // options are the flags every command shares.
 type options struct {
 	store string // --store, or TEND_STORE
-	actor string // --actor, or TEND_ACTOR, or the user's name
-	yes   bool   // --yes
+	// server is --server, the URL of an on-call API, and tokenFile
+	// --token-file, the file holding its bearer token.
+	server, tokenFile string
+	actor             string // --actor, or TEND_ACTOR, or the user's name
+	yes               bool   // --yes
 	// connectTimeout bounds connecting and reading the registrations.
 	connectTimeout time.Duration
 	in             io.Reader
@@ -82,6 +85,11 @@ Connect with --store or TEND_STORE:
   kube, kube:KUBECONFIG                   Kubernetes: the kubeconfig's context
                                           and namespace
 
+Or connect with --server to the on-call API a running program serves (see
+the oncall package's Server), for example --server http://127.0.0.1:8080/oncall/
+for the gateway demo's -listen; the bearer token is read from TEND_TOKEN or
+from the file --token-file names, and never printed.
+
 Commands that change documents ask for confirmation on a terminal; elsewhere
 they need --yes.
 
@@ -95,6 +103,8 @@ they need --yes.
 	}
 	pf := root.PersistentFlags()
 	pf.StringVar(&o.store, "store", "", "the store to connect to (default $TEND_STORE)")
+	pf.StringVar(&o.server, "server", "", "the on-call API a running program serves (https://HOST/oncall/), instead of a store; its token is read from $TEND_TOKEN or --token-file")
+	pf.StringVar(&o.tokenFile, "token-file", "", "the file holding --server's bearer token (default $TEND_TOKEN)")
 	pf.DurationVar(&o.connectTimeout, "connect-timeout", 30*time.Second, "how long to wait for the store to answer")
 	pf.StringVar(&o.actor, "actor", "", "who acts, as recorded in status and history (default $TEND_ACTOR, or the user's name)")
 	root.AddCommand(

@@ -15,11 +15,13 @@
 // With -listen it serves, while the scenario runs, the controllers' probes
 // (/readyz, /healthz), their metrics (/metrics), each document's history
 // as JSON (/history/{kind}/{key}): why a gateway is in its phase, and the
-// web console (/console/), read-only unless -console-actions is given:
+// web console (/console/), read-only unless -console-actions is given,
+// and, with $TEND_TOKEN set, the on-call API for tend --server (/oncall/):
 //
 //	go run ./examples/gateway -listen 127.0.0.1:8080 &
 //	curl -s 127.0.0.1:8080/history/ApiGateway/gw-01
 //	open http://127.0.0.1:8080/console/
+//	tend --server http://127.0.0.1:8080/oncall/ get ApiGateway
 //
 // With -seeds it measures instead: it plays the scenario once per seed and
 // prints each time to converge, where it went, and the median, p90 and
@@ -77,7 +79,7 @@ func parseFlags(args []string, stderr io.Writer) (cli, error) {
 	fs.Uint64Var(&opts.Seed, "seed", 1, "seed of the injected failures")
 	fs.DurationVar(&opts.Timeout, "timeout", 50*time.Second, "give up if the scenario has not converged by then")
 	fs.DurationVar(&opts.MaxBackoff, "max-backoff", 0, "cap the delay before a failed step is retried (default ten polls: 500ms at the default delay; the platform's own default is 2s)")
-	fs.StringVar(&c.listen, "listen", "", "serve the probes (/readyz, /healthz), the metrics (/metrics), each document's history (/history/{kind}/{key}, JSON) and the web console (/console/) on this address while the scenario runs, for example 127.0.0.1:8080")
+	fs.StringVar(&c.listen, "listen", "", "serve the probes (/readyz, /healthz), the metrics (/metrics), each document's history (/history/{kind}/{key}, JSON), the web console (/console/) and, when $TEND_TOKEN is set, the on-call API for tend --server (/oncall/) on this address while the scenario runs, for example 127.0.0.1:8080")
 	fs.BoolVar(&opts.ConsoleActions, "console-actions", false, "with -listen, let the console act on documents (pause, resume, retry, skip, move, request, remove a finalizer) for anyone who reaches the address; without it the console is read-only")
 	fs.BoolVar(&opts.Stay, "stay", false, "with -listen, keep the controllers running and the address serving after the scenario, until interrupted (Ctrl-C), to look around the console")
 	fs.StringVar(&opts.Kubeconfig, "kubeconfig", "", "run the cluster on the Kubernetes cluster this kubeconfig names (the databases stay simulated)")
@@ -140,6 +142,7 @@ func mainErr() error {
 		}
 		defer ln.Close()
 		opts.Listener = ln
+		opts.Token = os.Getenv("TEND_TOKEN")
 	}
 
 	if c.traceFile != "" || c.traceOTLP {

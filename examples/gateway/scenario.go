@@ -51,6 +51,10 @@ type options struct {
 	// /console/ act on documents (-console-actions); without it the
 	// console is read-only.
 	ConsoleActions bool
+	// Token, when set with a Listener, serves the on-call API under
+	// /oncall/ to the holders of this bearer token, for tend --server
+	// ($TEND_TOKEN).
+	Token string
 	// Stay keeps the controllers running and the Listener serving after
 	// the scenario, until ctx is done (-stay): time to look around the
 	// console, and to act there with ConsoleActions.
@@ -156,11 +160,20 @@ func run(ctx context.Context, opts options, out io.Writer) (report, error) {
 	wg.Go(func() { runErr = p.Run(runCtx) })
 	var opsErr error
 	if opts.Listener != nil {
-		hc := manager.HandlerConfig{Gatherer: opts.Gatherer, History: history.NewReader(st), Fallback: con}
+		fallback, err := withOncall(st, opts.Token, con)
+		if err != nil {
+			stop()
+			wg.Wait()
+			return report{}, err
+		}
+		hc := manager.HandlerConfig{Gatherer: opts.Gatherer, History: history.NewReader(st), Fallback: fallback}
 		wg.Go(func() { opsErr = p.Manager().ServeListener(runCtx, opts.Listener, hc) })
 		fmt.Fprintf(out, "serving probes, metrics and history on http://%s (/readyz, /healthz, /metrics, /history/%s/%s)\n",
 			opts.Listener.Addr(), platform.KindApiGateway, w.gatewayID(0))
 		fmt.Fprintf(out, "the console: http://%s/console/\n", opts.Listener.Addr())
+		if opts.Token != "" {
+			fmt.Fprintf(out, "the on-call API, for $TEND_TOKEN's holders: tend --server http://%s/oncall/ get\n", opts.Listener.Addr())
+		}
 	}
 	inv := &invariants{p: p, w: w}
 	wg.Go(func() { inv.watch(runCtx, p.Collections().Gateways) })
