@@ -40,8 +40,8 @@ const (
 	// took them, or waiting while the store was unreachable.
 	DropBufferFull = "buffer_full"
 	// DropWriteFailed counts entries the store refused for good (an
-	// unknown kind, an invalid document) and entries still unwritten when
-	// [Recorder.Run] returned.
+	// unknown kind, an invalid document, a closed store) and entries still
+	// unwritten when [Recorder.Run] returned.
 	DropWriteFailed = "write_failed"
 )
 
@@ -380,7 +380,8 @@ func (r *Recorder) logDrops(err error) {
 // refusedForGood reports whether a write failed with err would fail again.
 func refusedForGood(err error) bool {
 	var enc *json.UnsupportedValueError
-	return errors.Is(err, store.ErrUnknownKind) || errors.Is(err, store.ErrInvalid) || errors.As(err, &enc)
+	return errors.Is(err, store.ErrUnknownKind) || errors.Is(err, store.ErrInvalid) || errors.Is(err, store.ErrClosed) ||
+		errors.As(err, &enc)
 }
 
 // Append writes entries to the history of the document of kind, key and

@@ -241,10 +241,12 @@ func (l *Lying) lie(doc store.Document, err error) (store.Document, error) {
 	return doc, nil
 }
 
+// Create implements store.Backend, lying about history documents.
 func (l *Lying) Create(ctx context.Context, doc store.Document) (store.Document, error) {
 	return l.lie(l.Backend.Create(ctx, doc))
 }
 
+// UpdateSpec implements store.Backend, lying about history documents.
 func (l *Lying) UpdateSpec(ctx context.Context, doc store.Document) (store.Document, error) {
 	return l.lie(l.Backend.UpdateSpec(ctx, doc))
 }

@@ -37,6 +37,33 @@ func TestContention(t *testing.T) {
 	}
 }
 
+// slow is a store whose writes take a millisecond, as a store across a
+// network does, so that writers overlap and conflict.
+type slow struct{ store.Backend }
+
+func (s slow) Create(ctx context.Context, doc store.Document) (store.Document, error) {
+	time.Sleep(time.Millisecond)
+	return s.Backend.Create(ctx, doc)
+}
+
+func (s slow) UpdateSpec(ctx context.Context, doc store.Document) (store.Document, error) {
+	time.Sleep(time.Millisecond)
+	return s.Backend.UpdateSpec(ctx, doc)
+}
+
+func (s slow) UpdateStatus(ctx context.Context, doc store.Document) (store.Document, error) {
+	time.Sleep(time.Millisecond)
+	return s.Backend.UpdateStatus(ctx, doc)
+}
+
+// TestContentionSlowStore runs the check on a store whose writes take a
+// millisecond: many more of them conflict.
+func TestContentionSlowStore(t *testing.T) {
+	if err := contention.Check(t.Context(), slow{newStore(t)}, sized); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestContentionLyingStore runs the check on a store that reports every
 // third history write failed although it stored it.
 func TestContentionLyingStore(t *testing.T) {

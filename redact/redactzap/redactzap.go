@@ -61,10 +61,11 @@ func (c *core) With(fields []zapcore.Field) zapcore.Core {
 	return &core{Core: c.Core.With(c.fields(fields)), s: c.s}
 }
 
-// Check implements zapcore.Core: the entry is written through c, so that
-// Write scrubs it.
+// Check implements zapcore.Core: when the wrapped core would write the
+// entry (its level, its sampling), the entry is written through c, so
+// that Write scrubs it.
 func (c *core) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
-	if c.Enabled(e.Level) {
+	if c.Core.Check(e, nil) != nil {
 		return ce.AddCore(e, c)
 	}
 	return ce

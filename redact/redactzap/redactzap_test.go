@@ -253,3 +253,17 @@ func TestUnchangedWithoutSecret(t *testing.T) {
 		t.Fatalf("fields without secrets changed: %s", got)
 	}
 }
+
+// TestSamplingKept: a sampling core under the redacting one still decides
+// which entries are written.
+func TestSamplingKept(t *testing.T) {
+	var buf bytes.Buffer
+	sampled := zapcore.NewSamplerWithOptions(newCore(&buf), time.Hour, 1, 0)
+	l := redactzap.Logger(zap.New(sampled), redact.Of("hunter2x"))
+	for range 3 {
+		l.Info("logging in with hunter2x")
+	}
+	if n := strings.Count(buf.String(), "\n"); n != 1 || strings.Contains(buf.String(), "hunter2x") {
+		t.Fatalf("%d entries written through a sampler keeping 1, want 1, scrubbed:\n%s", n, buf.String())
+	}
+}
