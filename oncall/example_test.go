@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http/httptest"
 	"slices"
 	"time"
 
@@ -88,4 +89,30 @@ func ExampleClient_Bulk() {
 	// would pause 2
 	// gw-1 <nil>
 	// gw-2 <nil>
+}
+
+// A program serves the on-call API; a terminal reaches it with a Remote
+// (as tend --server does), with the token.
+func ExampleNewServer() {
+	ctx := context.Background()
+	b, _ := memory.New(memory.Config{Kinds: slices.Concat([]string{"Gateway"}, history.Kinds("Gateway"), registry.Kinds())})
+	doc, _ := b.Create(ctx, store.Document{Meta: store.Meta{Kind: "Gateway", Key: "gw-1"}})
+	doc.Status = []byte(`{"phase":"Started","target":"Running"}`)
+	_, _ = b.UpdateStatus(ctx, doc)
+
+	api, _ := oncall.NewServer(oncall.ServerConfig{Store: b, Prefix: "/oncall/", Token: "s3cret"})
+	srv := httptest.NewServer(api) // in a program: beside its probes or console
+	defer srv.Close()
+
+	remote, _ := oncall.NewRemote(oncall.RemoteConfig{URL: srv.URL + "/oncall/", Token: "s3cret", Actor: "alice"})
+	v, err := remote.Get(ctx, "Gateway", "gw-1")
+	fmt.Println(v.Meta.Key, v.Phase, err)
+	err = remote.Pause(ctx, "Gateway", "gw-1", "look")
+	fmt.Println(errors.Is(err, oncall.ErrForbidden)) // no Authorize: read-only
+	_, err = remote.Get(ctx, "Gateway", "gw-2")
+	fmt.Println(errors.Is(err, store.ErrNotFound))
+	// Output:
+	// gw-1 Started <nil>
+	// true
+	// true
 }

@@ -337,7 +337,7 @@ type actionReply struct {
 func (s *Server) serveAction(w http.ResponseWriter, r *http.Request) {
 	kind := r.PathValue("kind")
 	var req actionRequest
-	if err := decodeBody(r, &req); err != nil {
+	if err := decodeBody(r, &req, maxActionBody); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -359,7 +359,7 @@ func (s *Server) serveAction(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) serveBulk(w http.ResponseWriter, r *http.Request) {
 	var b Bulk
-	if err := decodeBody(r, &b); err != nil {
+	if err := decodeBody(r, &b, maxBulkBody); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -378,9 +378,17 @@ func (s *Server) serveBulk(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// decodeBody reads r's JSON body into v.
-func decodeBody(r *http.Request, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, 1<<20))
+// Bounds of the bodies of requests: an action's, and a bulk action's, which
+// carries the preview's revision of every document selected (about 30
+// bytes each).
+const (
+	maxActionBody = 64 << 10
+	maxBulkBody   = 64 << 20
+)
+
+// decodeBody reads r's JSON body, at most limit bytes, into v.
+func decodeBody(r *http.Request, v any, limit int64) error {
+	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, limit))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return fmt.Errorf("%w: the request's body: %w", store.ErrInvalid, err)

@@ -119,6 +119,12 @@ func TestRemote(t *testing.T) {
 			t.Errorf("%s: %v, want an error matching %v", tc.name, tc.err, tc.want)
 		}
 	}
+	// A bulk action across the wire: each document's outcome, its error
+	// matching the Client's sentinel.
+	res, err := r.Bulk(ctx, oncall.Bulk{Selection: oncall.Selection{Kind: kind, All: true}, Action: oncall.Action{Name: oncall.ActionRetry}})
+	if err != nil || len(res.Outcomes) != 3 || res.Refused() != 1 || !errors.Is(res.Outcomes[2].Err, oncall.ErrInvalidAction) || res.Outcomes[0].Command == "" {
+		t.Fatalf("Bulk = %+v, %v; want ready refused with ErrInvalidAction", res, err)
+	}
 	if _, err := f.b.AcquireLease(ctx, "presence/"+kind+"/replica-1", "replica-1", time.Minute); err != nil {
 		t.Fatal(err)
 	}

@@ -91,17 +91,33 @@ func TestServedPostgres(t *testing.T) {
 	run := startController(t, s, true)
 	defer run.stop()
 	waitServed(t, spec)
-	golden(t, "served", transcript(t, spec,
-		[]string{"retry", "Widget", "w-failing", "--yes", "--wait", "--timeout", "30s"},
-		[]string{"move", "Widget", "w-fault", "Ready", "--yes", "--wait", "--timeout", "30s"},
-		[]string{"get", "Widget", "w-fault"},
-		[]string{"request", "Widget", "w-down", "rebuild", "--yes", "--wait", "--timeout", "30s"},
-		[]string{"pause", "Widget", "w-ready", "--yes"},
-		[]string{"request", "Widget", "w-ready", "rebuild", "--yes", "--wait", "--timeout", "1s"},
-		[]string{"resume", "Widget", "w-ready", "--yes"},
-		[]string{"remove-finalizer", "Widget", "w-ready", "tend.dev/machine", "--yes"},
-		[]string{"remove-finalizer", "Widget", "w-ready", "tend.dev/machine", "--yes", "--force"},
-	))
+	golden(t, "served", transcript(t, spec, servedCommands...))
+}
+
+// servedCommands act on documents whose controller runs.
+var servedCommands = [][]string{
+	{"retry", "Widget", "w-failing", "--yes", "--wait", "--timeout", "30s"},
+	{"move", "Widget", "w-fault", "Ready", "--yes", "--wait", "--timeout", "30s"},
+	{"get", "Widget", "w-fault"},
+	{"request", "Widget", "w-down", "rebuild", "--yes", "--wait", "--timeout", "30s"},
+	{"pause", "Widget", "w-ready", "--yes"},
+	{"request", "Widget", "w-ready", "rebuild", "--yes", "--wait", "--timeout", "1s"},
+	{"resume", "Widget", "w-ready", "--yes"},
+	{"remove-finalizer", "Widget", "w-ready", "tend.dev/machine", "--yes"},
+	{"remove-finalizer", "Widget", "w-ready", "tend.dev/machine", "--yes", "--force"},
+}
+
+// TestServedServerPostgres is TestServedPostgres through the on-call API
+// of a program whose controller runs: --wait waits on the server, and the
+// errors keep their exit codes across the wire.
+func TestServedServerPostgres(t *testing.T) {
+	s, spec := postgresStore(t)
+	produce(t, s)
+	run := startController(t, s, true)
+	defer run.stop()
+	waitServed(t, spec)
+	url := apiServer(t, s, true, nil)
+	golden(t, "served", transcriptWith(t, tokenEnv, []string{"--server", url}, url, servedCommands...))
 }
 
 // TestNoSchemaPostgres: tend does not create the schema a mistyped name
