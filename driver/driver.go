@@ -360,6 +360,7 @@ type driverImpl[Spec, Status any] interface {
 	updateSpec(ctx context.Context, key string, set func(*Spec)) (*store.Object[Spec, Status], error)
 	cascade(ctx context.Context, opts store.ListOptions, set func(*Spec), untilGone bool) (statemachine.Outcome, error)
 	registration() registry.Entry
+	settled(obj *store.Object[Spec, Status], generation int64) (bool, error)
 }
 
 // New returns a driver of the documents of collection c governed by

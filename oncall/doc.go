@@ -19,4 +19,10 @@
 // the controller runs nothing for the document, and status.commands,
 // commands its controller carries out (or refuses) in the write that
 // removes them. Every action is recorded in the document's history.
+//
+// # Waiting
+//
+// [Client.Wait] waits for a command's outcome; [Client.Await] waits for a
+// document to settle at its intent (or to be held in Fault, refused or
+// removed), for programs that write intents without the user's Go types.
 package oncall

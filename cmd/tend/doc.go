@@ -25,6 +25,7 @@
 //	tend get [KIND [KEY]] [--phase P] [-l SELECTOR] [-o table|json|yaml] [--watch]
 //	tend describe KIND KEY
 //	tend stuck [KIND] [-o table|json|yaml]
+//	tend wait KIND KEY [--timeout D]
 //	tend machine KIND [--format mermaid|dot|json]
 //	tend pause KIND KEY [--reason R]
 //	tend resume KIND KEY
@@ -42,13 +43,15 @@
 //
 // # Exit codes
 //
-//	0  success (stuck: nothing is stuck)
-//	1  error: the store could not be reached, a write failed…
+//	0  success (stuck: nothing is stuck; wait: settled)
+//	1  error: the store could not be reached, a write failed… (wait: timed out)
 //	2  usage: unknown command or flag, wrong arguments, bad --store
 //	3  not found: no such kind (no controller registered it) or document,
-//	   or no store where --store points
+//	   or no store where --store points (wait: removed)
 //	4  refused: the action was not taken: not confirmed, invalid for the
 //	   document (nothing to retry, unknown step…), a served kind's
-//	   finalizer without --force, or refused by the controller (--wait)
-//	5  stuck found: tend stuck listed at least one document
+//	   finalizer without --force, or refused by the controller (--wait);
+//	   wait: the intent is refused
+//	5  stuck found: tend stuck listed at least one document; wait: held in
+//	   Fault
 package main
