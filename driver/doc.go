@@ -31,7 +31,9 @@
 // it never reaches into a child's cleanup. [Driver.UpdateSpec] writes a new
 // intent after the machine admits it from the phase read at the same
 // revision, so an intent past a point of no return is refused with an error
-// naming the phase.
+// naming the phase. A program that wrote an intent waits for its result
+// with [Driver.Await]: nil once the document settled at it, or an error
+// saying why it will not (held in Fault, refused, removed).
 //
 // # The driver's writes
 //

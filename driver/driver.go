@@ -361,6 +361,7 @@ type driverImpl[Spec, Status any] interface {
 	cascade(ctx context.Context, opts store.ListOptions, set func(*Spec), untilGone bool) (statemachine.Outcome, error)
 	registration() registry.Entry
 	checkCarried(ctx context.Context) error
+	settled(obj *store.Object[Spec, Status], generation int64) (bool, error)
 }
 
 // New returns a driver of the documents of collection c governed by

@@ -93,34 +93,25 @@ func ExampleDriver() {
 	done := make(chan error)
 	go func() { done <- c.Run(ctx) }()
 
-	// waitFor watches the lamp until it rests in phase.
-	w, err := lamps.Watch(ctx, 0)
-	if err != nil {
-		panic(err)
-	}
-	waitFor := func(phase string) {
-		for {
-			ev, err := w.Next(ctx)
-			if err != nil {
-				panic(err)
-			}
-			if ev.Object.Status.Phase == phase {
-				fmt.Printf("%s: %s\n", ev.Object.Key, phase)
-				return
-			}
+	// reached waits, with Await, until the lamp written has settled at its
+	// intent: Await returns an error instead when the lamp is held in
+	// Fault, its intent is refused or it is removed.
+	reached := func(written *store.Object[LampSpec, LampStatus], err error) {
+		if err != nil {
+			panic(err)
 		}
+		if err := driver.Await(ctx, written); err != nil {
+			panic(err)
+		}
+		lamp, err := lamps.Get(ctx, written.Key)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("%s: %s\n", lamp.Key, lamp.Status.Phase)
 	}
+	reached(lamps.Create(ctx, &store.Object[LampSpec, LampStatus]{Meta: store.Meta{Key: "hall"}, Spec: LampSpec{State: "On"}}))
+	reached(driver.UpdateSpec(ctx, "hall", func(s *LampSpec) { s.State = "Off" }))
 
-	if _, err := lamps.Create(ctx, &store.Object[LampSpec, LampStatus]{Meta: store.Meta{Key: "hall"}, Spec: LampSpec{State: "On"}}); err != nil {
-		panic(err)
-	}
-	waitFor("Lit")
-	if _, err := driver.UpdateSpec(ctx, "hall", func(s *LampSpec) { s.State = "Off" }); err != nil {
-		panic(err)
-	}
-	waitFor("Dark")
-
-	_ = w.Close()
 	cancel()
 	if err := <-done; err != nil {
 		panic(err)

@@ -46,4 +46,10 @@
 // bearer token. [Remote] has the Client's methods, carried out by a
 // Server: tend --server uses it. Errors keep their identity across the
 // wire: a Remote's error matches the sentinel the Client's would.
+//
+// # Waiting
+//
+// [Client.Wait] waits for a command's outcome; [Client.Await] waits for a
+// document to settle at its intent (or to be held in Fault, refused or
+// removed), for programs that write intents without the user's Go types.
 package oncall

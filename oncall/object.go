@@ -28,6 +28,11 @@ type View struct {
 	Conditions []statemachine.Condition
 	Paused     *statemachine.Pause
 	Commands   []statemachine.Command
+	// ObservedGeneration is the generation of the spec the controller
+	// last decided on, and ObservedDeletion whether it had seen the
+	// document's deletion requested.
+	ObservedGeneration int64
+	ObservedDeletion   bool
 	// Spec and Status are the document's spec and status as stored.
 	Spec, Status json.RawMessage
 }
@@ -53,6 +58,7 @@ func Decode(d store.Document) (View, error) {
 	o.State, o.Phase, o.Since = st.Target, st.Phase, st.Since
 	o.Operation, o.Failure, o.Refused = st.Operation, st.Failure, st.Refused
 	o.Conditions, o.Paused, o.Commands = st.Conditions, st.Paused, st.Commands
+	o.ObservedGeneration, o.ObservedDeletion = st.ObservedGeneration, st.ObservedDeletion
 	return o, nil
 }
 

@@ -101,6 +101,7 @@ func describe(w io.Writer, now time.Time, obj oncall.View, m *statemachine.Machi
 			d.item("Attempts", fmt.Sprint(op.Attempts))
 		}
 		d.item("Last error", op.LastError)
+		d.item("Class", op.ErrorClass)
 		if !op.RetryAt.IsZero() {
 			d.item("Retry at", op.RetryAt.UTC().Format(time.RFC3339))
 		}

@@ -31,6 +31,7 @@
 //	tend get [KIND [KEY]] [--phase P] [-l SELECTOR] [-o table|json|yaml] [--watch]
 //	tend describe KIND KEY
 //	tend stuck [KIND] [-o table|json|yaml]
+//	tend wait KIND KEY [--timeout D]
 //	tend machine KIND [--format mermaid|dot|json]
 //	tend machine diff KIND FILE [-o table|json|yaml]
 //	tend pause KIND KEY [--reason R]
@@ -51,18 +52,19 @@
 //
 // # Exit codes
 //
-//	0  success (stuck: nothing is stuck)
-//	1  error: the store could not be reached, a write failed…
+//	0  success (stuck: nothing is stuck; wait: settled)
+//	1  error: the store could not be reached, a write failed… (wait: timed out)
 //	2  usage: unknown command or flag, wrong arguments, bad --store
 //	3  not found: no such kind (no controller registered it) or document,
 //	   no machine drives the kind (an action on a history or the registry),
-//	   or no store where --store points
+//	   or no store where --store points (wait: removed)
 //	4  refused: the action was not taken: not confirmed, invalid for the
 //	   document (nothing to retry, unknown step…), a served kind's
 //	   finalizer without --force, a memory snapshot whose program still
 //	   runs without --force, refused by the controller (--wait), refused
 //	   for any document of a bulk action, or refused by --server (no
 //	   token, a wrong one, a read-only API); machine diff: the new machine
-//	   would strand documents
-//	5  stuck found: tend stuck listed at least one document
+//	   would strand documents; wait: the intent is refused
+//	5  stuck found: tend stuck listed at least one document; wait: held in
+//	   Fault
 package main

@@ -22,20 +22,21 @@ const (
 
 // exitCodes is the table of exit codes shown by tend --help.
 const exitCodes = `Exit codes:
-  0  success (stuck: nothing is stuck)
-  1  error: the store could not be reached, a write failed…
+  0  success (stuck: nothing is stuck; wait: settled)
+  1  error: the store could not be reached, a write failed… (wait: timed out)
   2  usage: unknown command or flag, wrong arguments, bad --store
   3  not found: no such kind (no controller registered it) or document,
      no machine drives the kind (an action on a history or the registry),
-     or no store where --store points
+     or no store where --store points (wait: removed)
   4  refused: the action was not taken: not confirmed, invalid for the
      document (nothing to retry, unknown step…), a served kind's finalizer
      without --force, a memory snapshot whose process still runs without
      --force, refused by the controller (--wait), refused for any document
      of a bulk action, or refused by --server (no token, a wrong one, a
      read-only server); machine diff: the new machine would strand
-     documents
-  5  stuck found: tend stuck listed at least one document`
+     documents; wait: the intent is refused
+  5  stuck found: tend stuck listed at least one document; wait: held in
+     Fault`
 
 // codedError is an error that ends the command with its exit code. Every
 // error a command's RunE returns is one; an error cobra returns of its own

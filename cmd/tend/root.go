@@ -108,7 +108,7 @@ they need --yes.
 	pf.DurationVar(&o.connectTimeout, "connect-timeout", 30*time.Second, "how long to wait for the store to answer")
 	pf.StringVar(&o.actor, "actor", "", "who acts, as recorded in status and history (default $TEND_ACTOR, or the user's name)")
 	root.AddCommand(
-		newGet(o), newDescribe(o), newStuck(o), newMachine(o),
+		newGet(o), newDescribe(o), newStuck(o), newMachine(o), newWait(o),
 		newPause(o), newResume(o), newRetry(o), newSkip(o), newMove(o), newRequest(o), newRemoveFinalizer(o),
 	)
 	// cobra's completion command, made runnable so that an unknown shell is
