@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/tendhq/tend/history"
@@ -120,6 +121,28 @@ func (r *Remote) History(ctx context.Context, kind, key string) ([]history.Entry
 func (r *Remote) Wait(ctx context.Context, kind, key, id string) (history.Entry, error) {
 	var e history.Entry
 	return e, r.get(ctx, kindPath(kind, "wait"), url.Values{"key": {key}, "command": {id}}, &e)
+}
+
+// Await: see [Client.Await]. The server waits, within one request; a
+// document held in Fault or refused is reported by an error matching
+// statemachine.ErrHeldInFault or statemachine.ErrIntentRefused, with the
+// server's text.
+func (r *Remote) Await(ctx context.Context, kind, key string, generation int64) (View, error) {
+	q := url.Values{"key": {key}}
+	if generation != 0 {
+		q.Set("generation", strconv.FormatInt(generation, 10))
+	}
+	var wv wireView
+	if err := r.get(ctx, kindPath(kind, "await"), q, &wv); err != nil {
+		return View{}, err
+	}
+	return wv.view()
+}
+
+// DiffMachine: see [Client.DiffMachine].
+func (r *Remote) DiffMachine(ctx context.Context, kind string, next statemachine.Descriptor) (MachineDiff, error) {
+	var diff MachineDiff
+	return diff, r.post(ctx, kindPath(kind, "diff"), next, &diff)
 }
 
 // Watch: see [Client.Watch].

@@ -146,6 +146,8 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		"GET kinds/{kind}/history":   s.serveHistory,
 		"GET kinds/{kind}/watch":     s.serveWatch,
 		"GET kinds/{kind}/wait":      s.serveWait,
+		"GET kinds/{kind}/await":     s.serveAwait,
+		"POST kinds/{kind}/diff":     s.serveDiffMachine,
 		"POST kinds/{kind}/actions":  s.serveAction,
 		"POST kinds/{kind}/bulk":     s.serveBulk,
 	} {
@@ -320,6 +322,36 @@ func (s *Server) serveWait(w http.ResponseWriter, r *http.Request) {
 	if c := s.allow(w, r, Access{Kind: kind, Key: key}); c != nil {
 		e, err := c.Wait(r.Context(), kind, key, q.Get("command"))
 		s.reply(w, r, e, err)
+	}
+}
+
+func (s *Server) serveAwait(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	kind, key := r.PathValue("kind"), q.Get("key")
+	var generation int64
+	if g := q.Get("generation"); g != "" {
+		var err error
+		if generation, err = strconv.ParseInt(g, 10, 64); err != nil {
+			s.fail(w, r, fmt.Errorf("%w: generation %q is not a number", ErrInvalidAction, g))
+			return
+		}
+	}
+	if c := s.allow(w, r, Access{Kind: kind, Key: key}); c != nil {
+		v, err := c.Await(r.Context(), kind, key, generation)
+		s.reply(w, r, wireViewOf(v), err)
+	}
+}
+
+func (s *Server) serveDiffMachine(w http.ResponseWriter, r *http.Request) {
+	kind := r.PathValue("kind")
+	var next statemachine.Descriptor
+	if err := decodeBody(r, &next, maxActionBody); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if c := s.allow(w, r, Access{Kind: kind}); c != nil {
+		diff, err := c.DiffMachine(r.Context(), kind, next)
+		s.reply(w, r, diff, err)
 	}
 }
 

@@ -2,6 +2,7 @@ package oncall_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tendhq/tend/history"
+	"github.com/tendhq/tend/internal/evolvetest"
 	"github.com/tendhq/tend/oncall"
 	"github.com/tendhq/tend/registry"
 	sm "github.com/tendhq/tend/statemachine"
@@ -261,5 +263,70 @@ func TestServerRefusesPlanted(t *testing.T) {
 		if got := refusals(t, wrap); len(got) == 0 {
 			t.Errorf("a proxy that %s went unnoticed", name)
 		}
+	}
+}
+
+// TestRemoteAwaitAndDiff checks that a Remote waits for a document and
+// compares machines as the Client does, each end's error matching the
+// Client's sentinel across the wire.
+func TestRemoteAwaitAndDiff(t *testing.T) {
+	f := newFixture(t)
+	ctx := t.Context()
+	settled := sm.Status[string, string]{Phase: "Ready", Target: "Present", ObservedGeneration: 1}
+	f.create(t, "ready", settled)
+	held := faulted()
+	held.ObservedGeneration = 1
+	f.create(t, "held", held)
+	r := remote(t, f.serve(t, oncall.ServerConfig{Token: token, Authorize: allowAll}), token, "bob")
+
+	if v, err := r.Await(ctx, kind, "ready", 1); err != nil || v.Phase != "Ready" || v.State != "Present" {
+		t.Fatalf("Await of a settled document: %+v, %v", v, err)
+	}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want []error
+	}{
+		{"held in Fault", errOf(r.Await(ctx, kind, "held", 1)), []error{sm.ErrHeldInFault}},
+		{"removed", errOf(r.Await(ctx, kind, "missing", 0)), []error{oncall.ErrRemoved, store.ErrNotFound}},
+		{"not driven", r.Pause(ctx, history.KindFor(kind), "ready", ""), []error{oncall.ErrNotDriven, registry.ErrUnregistered}},
+	} {
+		for _, want := range tc.want {
+			if !errors.Is(tc.err, want) {
+				t.Errorf("%s: %v, want an error matching %v", tc.name, tc.err, want)
+			}
+		}
+	}
+
+	mem := servicesOfV1(t)
+	s, err := oncall.NewServer(oncall.ServerConfig{Store: mem, Prefix: "/oncall/", Token: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	c, err := oncall.New(mem, oncall.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rm := remote(t, srv.URL+"/oncall/", token, "bob")
+	for _, withMigrations := range []bool{true, false} {
+		next := descriptorOf(t, evolvetest.V2(withMigrations))
+		want, err := c.DiffMachine(ctx, evolvetest.Kind, next)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := rm.DiffMachine(ctx, evolvetest.Kind, next)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantJSON, _ := json.Marshal(want)
+		gotJSON, _ := json.Marshal(got)
+		if string(gotJSON) != string(wantJSON) {
+			t.Errorf("DiffMachine (migrations %v) over the wire:\n%s\nwant\n%s", withMigrations, gotJSON, wantJSON)
+		}
+	}
+	if _, err := rm.DiffMachine(ctx, "Nothing", descriptorOf(t, evolvetest.V2(true))); !errors.Is(err, registry.ErrUnregistered) {
+		t.Errorf("DiffMachine of an unregistered kind: %v", err)
 	}
 }

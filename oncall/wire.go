@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/tendhq/tend/registry"
+	"github.com/tendhq/tend/statemachine"
 	"github.com/tendhq/tend/store"
 )
 
@@ -23,24 +24,30 @@ var (
 // wireErrors are the errors that keep their identity across the wire: the
 // Server answers the first row whose error the failure matches with its
 // status and code, and a Remote returns an error matching that row's
-// error. A new sentinel needs one row, above any row it matches too.
+// error (and the errors of also). A new sentinel needs one row, above any
+// row it matches too.
 var wireErrors = []struct {
 	code   string
 	status int
 	err    error
+	also   []error
 }{
-	{"unauthorized", http.StatusUnauthorized, ErrUnauthorized},
-	{"forbidden", http.StatusForbidden, ErrForbidden},
-	{"no-selection", http.StatusBadRequest, ErrNoSelection},
-	{"invalid-action", http.StatusBadRequest, ErrInvalidAction},
-	{"invalid-config", http.StatusBadRequest, ErrInvalidConfig},
-	{"served", http.StatusConflict, ErrServed},
-	{"unregistered", http.StatusNotFound, registry.ErrUnregistered},
-	{"not-found", http.StatusNotFound, store.ErrNotFound},
-	{"unknown-kind", http.StatusNotFound, store.ErrUnknownKind},
-	{"conflict", http.StatusConflict, store.ErrConflict},
-	{"invalid", http.StatusBadRequest, store.ErrInvalid},
-	{"deadline", http.StatusGatewayTimeout, context.DeadlineExceeded},
+	{"unauthorized", http.StatusUnauthorized, ErrUnauthorized, nil},
+	{"forbidden", http.StatusForbidden, ErrForbidden, nil},
+	{"not-driven", http.StatusNotFound, ErrNotDriven, []error{registry.ErrUnregistered}},
+	{"removed", http.StatusNotFound, ErrRemoved, nil},
+	{"held-in-fault", http.StatusConflict, statemachine.ErrHeldInFault, nil},
+	{"intent-refused", http.StatusConflict, statemachine.ErrIntentRefused, nil},
+	{"no-selection", http.StatusBadRequest, ErrNoSelection, nil},
+	{"invalid-action", http.StatusBadRequest, ErrInvalidAction, nil},
+	{"invalid-config", http.StatusBadRequest, ErrInvalidConfig, nil},
+	{"served", http.StatusConflict, ErrServed, nil},
+	{"unregistered", http.StatusNotFound, registry.ErrUnregistered, nil},
+	{"not-found", http.StatusNotFound, store.ErrNotFound, nil},
+	{"unknown-kind", http.StatusNotFound, store.ErrUnknownKind, nil},
+	{"conflict", http.StatusConflict, store.ErrConflict, nil},
+	{"invalid", http.StatusBadRequest, store.ErrInvalid, nil},
+	{"deadline", http.StatusGatewayTimeout, context.DeadlineExceeded, nil},
 }
 
 // wireError is an error as the Server writes it.
@@ -74,7 +81,7 @@ func (e *remoteError) Unwrap() error { return e.err }
 func decodeError(body wireError) error {
 	for _, row := range wireErrors {
 		if row.code == body.Code {
-			return &remoteError{msg: body.Error, err: row.err}
+			return &remoteError{msg: body.Error, err: errors.Join(append([]error{row.err}, row.also...)...)}
 		}
 	}
 	return &remoteError{msg: body.Error}

@@ -25,6 +25,8 @@ type api interface {
 	History(ctx context.Context, kind, key string) ([]history.Entry, error)
 	Watch(ctx context.Context, sel oncall.Selection, each func(oncall.Event) error) error
 	Wait(ctx context.Context, kind, key, id string) (history.Entry, error)
+	Await(ctx context.Context, kind, key string, generation int64) (oncall.View, error)
+	DiffMachine(ctx context.Context, kind string, next statemachine.Descriptor) (oncall.MachineDiff, error)
 	Apply(ctx context.Context, kind, key string, a oncall.Action) (statemachine.Command, error)
 	Pause(ctx context.Context, kind, key, reason string) error
 	Resume(ctx context.Context, kind, key string) error
