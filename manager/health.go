@@ -119,12 +119,12 @@ func (m *Manager) report(end <-chan struct{}) {
 //     apart, by [Manager.IsLeader] and the leader_election_master_status
 //     metric.
 //   - machines (when a driver runs under the manager): the machine of
-//     every kind a driver drives is checked
-//     against the one recorded for the kind and the documents the store
-//     holds, and the kind runs: it fails while the check runs, for a kind
-//     held because its machine would strand documents, and for a kind
-//     that stood down for a newer machine (see [Manager.Run]). The
-//     controllers of such a kind are left out of the sources check.
+//     every driven kind is checked against the one recorded for the kind
+//     and the documents the store holds, and the kind runs. It fails while
+//     the check runs, for a kind held because its machine would strand
+//     documents, and for a kind that stood down for a newer machine (see
+//     [Manager.Run]); the controllers of such a kind are left out of the
+//     sources check.
 //   - shards (Sharded mode only): the replica holds its share of the shards,
 //     as it computed it when it last balanced them; it fails until the first
 //     balance, and whenever a shard is lost until it is taken again.

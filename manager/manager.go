@@ -381,11 +381,10 @@ func (m *Manager) Run(ctx context.Context) error {
 
 	endCaches := m.runCaches(ctx)
 
-	// Each replica records the machines of its drivers and holds their
-	// presence leases for as long as it runs, in every mode: a standby
-	// replica serves the kind as soon as it takes over.
-	// Each kind's controllers wait until its machine is checked (see
-	// present).
+	// Each replica checks and records the machines of its drivers and
+	// holds their presence leases for as long as it runs, in every mode: a
+	// standby replica serves the kind as soon as it takes over. Each kind's
+	// controllers wait until its machine is checked (see present).
 	var presence sync.WaitGroup
 	presenceCtx, endPresence := context.WithCancel(context.WithoutCancel(ctx))
 	g, regs := newGates(m.controllerList())

@@ -204,7 +204,7 @@ func (m *Machine[S, P]) carrySteps(done []string) []string {
 // returned as it is. Carrying a carried status changes nothing.
 func (m *Machine[S, P]) Carry(intent S, st Status[S, P]) (Status[S, P], *Strand) {
 	var zeroP P
-	if _, ok := m.phaseIx[st.Phase]; !ok && st.Phase == zeroP {
+	if _, ok := m.phaseIx[st.Phase]; !ok && st.Phase == zeroP || m.fits(st) {
 		return st, nil
 	}
 	out := st.clone()
@@ -261,6 +261,66 @@ func (m *Machine[S, P]) Carry(intent S, st Status[S, P]) (Status[S, P], *Strand)
 		return st, &strand
 	}
 	return out, nil
+}
+
+// fits reports whether st names only what the machine declares, so that
+// carrying it changes nothing (New checks that no migration renames a
+// declared state, phase or step). It allocates nothing: a driver carries
+// every status it reads.
+func (m *Machine[S, P]) fits(st Status[S, P]) bool {
+	var zeroS S
+	var zeroP P
+	phase := func(p P) bool { return hasKey(m.phaseIx, p) }
+	state := func(s S) bool { return hasKey(m.stateIx, s) }
+	if !phase(st.Phase) || st.Target != zeroS && !state(st.Target) || st.Refused != nil && !state(st.Refused.Intent) {
+		return false
+	}
+	if op := st.Operation; op != nil {
+		if !phase(op.Phase) || op.From != zeroP && !phase(op.From) {
+			return false
+		}
+		if ps := m.phases[m.phaseIx[op.Phase]]; op.Phase == st.Phase {
+			if ps.Type != Transitional {
+				return false
+			}
+			for _, s := range op.Done {
+				if !slices.Contains(ps.Steps, s) {
+					return false
+				}
+			}
+		}
+	}
+	if f := st.Failure; f != nil {
+		if !phase(f.Operation.Phase) || f.Operation.From != zeroP && !phase(f.Operation.From) {
+			return false
+		}
+		for _, s := range f.Operation.Done {
+			if !m.isStep(s) {
+				return false
+			}
+		}
+	}
+	for _, r := range st.Requests {
+		if !slices.ContainsFunc(m.def.Requests, func(d RequestRule[P]) bool { return d.Name == r.Name }) {
+			return false
+		}
+	}
+	for _, t := range st.Timers {
+		if !slices.ContainsFunc(m.def.Timers, func(d Timer[P]) bool { return d.Name == t.Name }) {
+			return false
+		}
+	}
+	return true
+}
+
+// isStep reports whether some phase declares the step name.
+func (m *Machine[S, P]) isStep(name string) bool {
+	for _, ps := range m.phases {
+		if slices.Contains(ps.Steps, name) {
+			return true
+		}
+	}
+	return false
 }
 
 // carryOperation carries op, the operation in flight, onto the machine;

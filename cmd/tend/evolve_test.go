@@ -43,7 +43,8 @@ func runServices(t *testing.T, b store.Backend, def statemachine.Definition[stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	mgr, err := manager.New(manager.Config{Controllers: []*controller.Controller{c}, Identity: identity})
+	mgr, err := manager.New(manager.Config{Controllers: []*controller.Controller{c}, Identity: identity,
+		LeaseDuration: 3 * time.Second, RenewPeriod: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,6 +177,51 @@ func evolution(t *testing.T, b store.Backend, storeSpec func() string) {
 		t.Error(err)
 	}
 	stop()
+}
+
+// rollout runs a rolling update on b: a replica of version 1 and one of
+// version 2 run at once; the newer carries the documents on without
+// waiting, and the older stands down for the kind within a renew period.
+func rollout(t *testing.T, b store.Backend) {
+	old, _ := runServices(t, b, evolvetest.V1(), "old")
+	coll, err := store.NewCollection[evolvetest.Spec, evolvetest.Status](b, evolvetest.Kind, store.CollectionConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := coll.Create(ctx, &evolvetest.Object{Meta: store.Meta{Key: "a"}, Spec: evolvetest.Spec{State: "Legacy"}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "version 1 to settle", func() bool { return servicePhases(t, b) == "a=Legacy/Ready" })
+	newer, _ := runServices(t, b, evolvetest.V2(true), "new")
+	eventually(t, "the older replica to stand down", func() bool { return errors.Is(old.KindError(evolvetest.Kind), registry.ErrSuperseded) })
+	if err := newer.KindError(evolvetest.Kind); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := coll.Create(ctx, &evolvetest.Object{Meta: store.Meta{Key: "b"}, Spec: evolvetest.Spec{State: "Up"}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "version 2 to drive both", func() bool { return servicePhases(t, b) == "a=Up/Serving b=Up/Serving" })
+	eventually(t, "the older replica's presence lease to go", func() bool {
+		leases, err := b.ListLeases(ctx, registry.PresencePrefix("", evolvetest.Kind))
+		return err == nil && len(leases) == 1 && leases[0].Holder == "new"
+	})
+	if err := old.CheckReadiness(); err == nil || !strings.Contains(err.Error(), "machines") {
+		t.Errorf("the older replica's readiness: %v", err)
+	}
+}
+
+func TestRolloutMemory(t *testing.T) {
+	s, err := memory.New(memory.Config{Kinds: serviceKinds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rollout(t, s)
+}
+
+func TestRolloutPostgres(t *testing.T) {
+	s, _ := postgresStoreOf(t, serviceKinds)
+	rollout(t, s)
 }
 
 func TestEvolutionMemory(t *testing.T) {
