@@ -45,7 +45,9 @@
 //     one (with [Config.TerminalFailures]), a panic, a call slower than a
 //     lease, a crash of the replica between the step's effect and the write
 //     that records it, a step that fails on every call until healed;
-//   - a condition that reads false for a few observations;
+//   - a condition that reads false for a few observations (one that no
+//     completion or health requires false, so the false reading delays,
+//     never completes, an operation);
 //   - a replica crashing and restarting, or cut off the store until healed
 //     (it loses its lease; another replica takes over);
 //   - virtual time passing, from nothing to hours.

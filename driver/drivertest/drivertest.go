@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tendhq/tend/driver"
+	"github.com/tendhq/tend/statemachine"
 
 	"pgregory.net/rapid"
 )
@@ -205,7 +206,8 @@ func drawAction[Spec driver.HasIntent[S], Status any, S, P comparable](t *rapid.
 	if len(m.Requests()) > 0 {
 		kinds = append(kinds, doRequest, doRequest, doRequest, doRequest)
 	}
-	if len(m.Conditions()) > 0 {
+	flippable := flippable(m)
+	if len(flippable) > 0 {
 		kinds = append(kinds, doFlip)
 	}
 	if cfg.TerminalFailures {
@@ -222,7 +224,7 @@ func drawAction[Spec driver.HasIntent[S], Status any, S, P comparable](t *rapid.
 	case doRequest:
 		a.name = rapid.SampledFrom(m.Requests()).Draw(t, label("request"))
 	case doFlip:
-		a.name = rapid.SampledFrom(m.Conditions()).Draw(t, label("condition"))
+		a.name = rapid.SampledFrom(flippable).Draw(t, label("condition"))
 	case doCrash, doPartition:
 		a.replica = rapid.IntRange(0, cfg.Replicas-1).Draw(t, label("replica"))
 	case doFail, doFailAfter, doTerminal, doPanic, doCrashAfter, doBreak:
@@ -251,4 +253,26 @@ func drawDuration(t *rapid.T, label string, limit time.Duration) time.Duration {
 	scales := []time.Duration{0, 10 * time.Millisecond, time.Second, 10 * time.Second, time.Minute, 10 * time.Minute, limit}
 	scale := min(rapid.SampledFrom(scales).Draw(t, label+" scale"), limit)
 	return scale * time.Duration(rapid.IntRange(1, 10).Draw(t, label+" tenths")) / 10
+}
+
+// flippable returns the conditions of m a doFlip may read false: those no
+// completion or health requires false. A false reading of one that is
+// required false would not delay an operation but complete it early: a
+// lie about the world, which the world's own checks would then report.
+func flippable[S, P comparable](m *statemachine.Machine[S, P]) []string {
+	negative := map[string]bool{}
+	for _, ps := range m.Definition().Phases {
+		for _, r := range slices.Concat(ps.Completion, ps.Health) {
+			if !r.Status {
+				negative[r.Condition] = true
+			}
+		}
+	}
+	var out []string
+	for _, c := range m.Conditions() {
+		if !negative[c] {
+			out = append(out, c)
+		}
+	}
+	return out
 }
