@@ -159,7 +159,7 @@ var Defects = []struct {
 	Name   string
 	Want   []string
 }{
-	{CreateNotIdempotent, "a create that is not idempotent", []string{"2 disks"}},
+	{CreateNotIdempotent, "a create that is not idempotent", []string{"more than one disk"}},
 	{StepDoesNothing, "a step that does nothing", []string{"nothing explains it"}},
 	// A stopped VM settles while it still runs, or a deleted one is
 	// removed while it does.
@@ -317,7 +317,7 @@ func (c *cloud) invariant(_ context.Context, _ string, obj *Object) error {
 	defer c.mu.Unlock()
 	var errs []error
 	if c.disks > 1 {
-		errs = append(errs, fmt.Errorf("%d disks", c.disks))
+		errs = append(errs, fmt.Errorf("more than one disk: %d", c.disks))
 	}
 	if len(c.billed) > 0 {
 		errs = append(errs, fmt.Errorf("billed for a VM being deleted: %v", c.billed))
