@@ -87,6 +87,14 @@
 //   - the world's own invariant after every action, and its settled check at
 //     the end.
 //
+// # Coverage
+//
+// A passing [Check] logs one line: the runs, their actions, the distinct
+// states they reached, the (intent, phase) pairs seen, the machine's edges
+// taken of those it declares, and its steps whose calls failed of those
+// it declares. With [Config.RequireCoverage] an edge never taken or a step
+// never failed fails the test.
+//
 // # Failures and replay
 //
 // A failing run is shrunk by rapid to a short list of actions and reported

@@ -20,15 +20,36 @@ import (
 // cases (-rapid.checks, 100 by default), each a new run with its own random
 // actions; a failing run is shrunk to a minimal list of actions, printed one
 // per line, and replays with -rapid.seed (or -rapid.failfile).
+//
+// A pass logs one line: the runs, their actions, the distinct states they
+// reached, the (intent, phase) pairs, the machine's edges taken of those
+// declared and its steps whose calls failed of those declared. With
+// [Config.RequireCoverage], an edge never taken or a step never failed
+// fails t.
 func Check[Spec driver.HasIntent[S], Status any, S, P comparable](t *testing.T, cfg Config[Spec, Status, S, P]) {
 	t.Helper()
-	rapid.Check(t, Property[Spec, Status](t, cfg))
+	cov := newCoverage()
+	rapid.Check(t, property[Spec, Status](t, cfg, cov))
+	if t.Failed() {
+		return
+	}
+	t.Log(line(cov, cfg.Machine))
+	if miss := uncovered(cov, cfg.Machine); cfg.RequireCoverage && miss != "" {
+		t.Errorf("drivertest: coverage required: %s", miss)
+	}
 }
 
 // Property returns the property [Check] runs, for a test that drives rapid
 // itself. t is the test's own: each case runs in a testing/synctest bubble
 // of t. An invalid cfg fails t at once.
 func Property[Spec driver.HasIntent[S], Status any, S, P comparable](t *testing.T, cfg Config[Spec, Status, S, P]) func(*rapid.T) {
+	t.Helper()
+	return property[Spec, Status](t, cfg, nil)
+}
+
+// property is Property, counting what the runs exercise into cov (nil:
+// nothing is counted).
+func property[Spec driver.HasIntent[S], Status any, S, P comparable](t *testing.T, cfg Config[Spec, Status, S, P], cov *coverage) func(*rapid.T) {
 	t.Helper()
 	cfg, err := cfg.validate()
 	if err != nil {
@@ -39,6 +60,7 @@ func Property[Spec driver.HasIntent[S], Status any, S, P comparable](t *testing.
 		// Every draw happens here, outside the run's bubble, where rapid
 		// may abort a case it is shrinking.
 		p := gen.Draw(rt, "run")
+		p.cov = cov
 		if f, _ := execute[Spec, Status](t, cfg, p); f != nil {
 			rt.Fatal(f.Error())
 		}
@@ -71,6 +93,8 @@ type plan[S any] struct {
 	// oneFault keeps one one-shot fault armed at a time: a new one
 	// replaces the one armed (an exploration's states stay few).
 	oneFault bool
+	// cov, if not nil, counts what the run exercised.
+	cov *coverage
 }
 
 // planOf returns the generator of cfg's random runs.
@@ -158,6 +182,7 @@ func execute[Spec driver.HasIntent[S], Status any, S, P comparable](t *testing.T
 			r.act(a)
 		}
 		fingerprint = r.fingerprint()
+		p.cov.add(len(done), fingerprint, r.seen)
 		r.open() // step calls no longer wait for actions
 		if len(r.failed()) == 0 {
 			r.quiesce()

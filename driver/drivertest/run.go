@@ -75,6 +75,7 @@ type run[Spec driver.HasIntent[S], Status any, S, P comparable] struct {
 	servedBy    map[string]map[string]bool // request token → ids of the operations that carried it
 	ops         map[string]*opRecord       // by operation id
 	checked     map[string]bool            // request tokens seen recorded served
+	seen        *coverage                  // what the run exercised (its own lock)
 	problems    []string
 	tokens      int
 	restarts    sync.WaitGroup // replicas being restarted
@@ -107,7 +108,7 @@ type streak struct {
 func newRun[Spec driver.HasIntent[S], Status any, S, P comparable](ctx context.Context, cfg Config[Spec, Status, S, P], rnd *rand.Rand, logf func(string, ...any)) (*run[Spec, Status, S, P], error) {
 	r := &run[Spec, Status, S, P]{cfg: cfg, ctx: ctx, logf: logf,
 		edges: map[statemachine.Edge[P]]bool{}, moot: map[string]bool{}, flips: map[string]int{}, broken: map[string]bool{},
-		partitioned: map[int]bool{}, inFlight: map[string]int{}, servedBy: map[string]map[string]bool{}, ops: map[string]*opRecord{}, checked: map[string]bool{}}
+		partitioned: map[int]bool{}, inFlight: map[string]int{}, servedBy: map[string]map[string]bool{}, ops: map[string]*opRecord{}, checked: map[string]bool{}, seen: newCoverage()}
 	var err error
 	if r.mem, err = memory.New(memory.Config{Kinds: cfg.Kinds}); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
@@ -509,6 +510,11 @@ func (r *run[Spec, Status, S, P]) exit(rep *replica, obj *store.Object[Spec, Sta
 	r.inFlight[obj.Key] = 0
 	failed := err != nil || out == statemachine.Failed || out == statemachine.FailedTerminal || out == 0
 	r.op(opID).lastFailed = failed || rep.dead.Load()
+	if failed {
+		r.seen.mu.Lock()
+		r.seen.faulted[name] = true
+		r.seen.mu.Unlock()
+	}
 	switch s := r.streak; {
 	case !failed || rep.dead.Load():
 		// A replica that died in the call records nothing: the next call
@@ -591,7 +597,12 @@ func (r *run[Spec, Status, S, P]) watch(ctx context.Context) {
 		uid := obj.UID
 		if prev, ok := last[uid]; ok && prev != phase && !r.edges[statemachine.Edge[P]{From: prev, To: phase}] {
 			r.problem("phase moved %v → %v, which is no edge of the machine (revision %d)", prev, phase, ev.Revision)
+		} else if ok && prev != phase {
+			moved(r.seen, r.cfg.Machine, prev, phase)
 		}
+		r.seen.mu.Lock()
+		r.seen.pairs[fmt.Sprint(obj.Spec.Intent(), " ", phase)] = true
+		r.seen.mu.Unlock()
 		last[uid] = phase
 		r.requests(ms)
 	}
