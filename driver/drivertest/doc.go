@@ -98,10 +98,14 @@
 // # Failures and replay
 //
 // A failing run is shrunk by rapid to a short list of actions and reported
-// with what went wrong, then the run: each action and each step call, with
-// its virtual time (and, with [Config.ControllerLogs], the controllers'
-// logs). It replays with -rapid.seed or -rapid.failfile; -rapid.checks sets
-// the number of runs.
+// once: the run, a line for each action, step call (with the fault it
+// suffered), changed observation and phase write, with its virtual time
+// and stable operation names (op1, op2, …; with [Config.ControllerLogs],
+// the controllers' logs too), then the failed check, last. Rapid then
+// prints the replay command: -rapid.seed (or -rapid.failfile; a replay of
+// a saved failure says that it is one, as it may predate the code under
+// test); -rapid.checks sets the number of runs. A [Failure] of [RunOne] or
+// [Explore] carries its own replay command.
 //
 // # Exhaustive search
 //

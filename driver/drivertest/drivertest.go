@@ -2,9 +2,11 @@ package drivertest
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -62,7 +64,15 @@ func property[Spec driver.HasIntent[S], Status any, S, P comparable](t *testing.
 		p := gen.Draw(rt, "run")
 		p.cov = cov
 		if f, _ := execute[Spec, Status](t, cfg, p); f != nil {
-			rt.Fatal(f.Error())
+			// The run once, a line each, then the failed check; rapid
+			// prints the replay command after it.
+			if saved := flag.Lookup("rapid.failfile"); saved != nil && saved.Value.String() != "" {
+				rt.Logf("drivertest: a replay of the failure saved in %s, which may predate the code under test", saved.Value)
+			}
+			for _, l := range f.Log {
+				rt.Log(l)
+			}
+			rt.Fatal(joinLines(f.Problems))
 		}
 	}
 }
@@ -77,7 +87,16 @@ func RunOne[Spec driver.HasIntent[S], Status any, S, P comparable](t *testing.T,
 	}
 	p := planOf(cfg).Example(seed)
 	f, _ := execute[Spec, Status](t, cfg, p)
+	if f != nil {
+		f.Replay = fmt.Sprintf("drivertest.RunOne(t, cfg, %d)", seed)
+	}
 	return f, nil
+}
+
+// GoString describes p where rapid prints a failing case's draws: the
+// run's actions follow, one a line.
+func (p plan[S]) GoString() string {
+	return fmt.Sprintf("world seed %d, first intent %v, %d actions, stepwise %t", p.seed, p.first, len(p.actions), p.stepwise)
 }
 
 // plan is one run: the world's seed, the document's first intent and
@@ -128,14 +147,26 @@ type Failure struct {
 	// Actions are the actions the run performed after it created the
 	// document, in order.
 	Actions []string
-	// Log is the run: each action, the faults step calls suffered, and how
-	// it ended.
+	// Log is the run: each action, each step call and the fault it
+	// suffered, each changed observation and phase write, and how it ended.
 	Log []string
+	// Replay is the command that replays the run, when one does.
+	Replay string
 }
 
-// Error describes f, problems first.
+// Error describes f: the run, a line for each action, step call, changed
+// observation and phase write, with its virtual time; then the broken
+// properties, the failed check last; then how to replay it.
 func (f *Failure) Error() string {
-	return fmt.Sprintf("%s\nrun:\n%s", joinLines(f.Problems), joinLines(f.Log))
+	var b strings.Builder
+	if len(f.Log) > 0 {
+		b.WriteString("run:\n" + joinLines(f.Log) + "\n")
+	}
+	b.WriteString("failed:\n" + joinLines(f.Problems))
+	if f.Replay != "" {
+		b.WriteString("\nreplay: " + f.Replay)
+	}
+	return b.String()
 }
 
 // execute runs one run in a bubble of t: it creates the document with

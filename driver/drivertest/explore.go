@@ -21,6 +21,7 @@ func Explore[Spec driver.HasIntent[S], Status any, S, P comparable](t *testing.T
 		t.Fatal(err)
 	}
 	if f != nil {
+		f.Replay = fmt.Sprintf("go test -run '^%s$' (the search is deterministic)", t.Name())
 		t.Fatal(f)
 	}
 	t.Logf("drivertest: explored %d sequences of up to %d actions, %d distinct states; %s",
