@@ -3,6 +3,7 @@ package drivertest
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -356,7 +357,7 @@ func joinRequires(rs []statemachine.Require) string {
 
 // fingerprint describes the state a run has reached, for an exploration to
 // tell states apart: the document's intent, phase, operation, failure and
-// requests, and the faults in force.
+// requests, the faults in force and the request tokens operations carried.
 func (r *run[Spec, Status, S, P]) fingerprint() string {
 	obj, _ := r.get()
 	if obj == nil {
@@ -364,6 +365,9 @@ func (r *run[Spec, Status, S, P]) fingerprint() string {
 	}
 	r.mu.Lock()
 	faults := fmt.Sprint(r.broken, r.oneShot, r.touch)
+	// The tokens operations carried so far: what the request checks
+	// remember.
+	carried := slices.Sorted(maps.Keys(r.servedBy))
 	r.mu.Unlock()
 	st := status[Spec, Status, S, P](obj)
 	op := "-"
@@ -374,5 +378,5 @@ func (r *run[Spec, Status, S, P]) fingerprint() string {
 	for i, rq := range st.Requests {
 		reqs[i] = fmt.Sprint(rq.Name, len(rq.Tokens), len(rq.Served))
 	}
-	return fmt.Sprint(obj.Spec.Intent(), obj.Terminating(), st.Phase, st.Target, op, st.Failure != nil, st.Refused != nil, reqs, faults)
+	return fmt.Sprint(obj.Spec.Intent(), obj.Terminating(), st.Phase, st.Target, op, st.Failure != nil, st.Refused != nil, reqs, faults, carried)
 }

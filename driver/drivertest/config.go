@@ -86,6 +86,11 @@ type Config[Spec driver.HasIntent[S], Status any, S, P comparable] struct {
 	// that never held.
 	Accept []End[S, P]
 
+	// RequireCoverage makes [Check] fail when its runs never take an edge
+	// the machine declares, or never see a call of a declared step fail:
+	// what was never exercised was never tested.
+	RequireCoverage bool
+
 	// Horizon bounds, in virtual time, how long a document may take to
 	// settle once intents stop changing and faults stop: to reach a settled
 	// pair, a declared refusal or the Fault phase, or to be removed when

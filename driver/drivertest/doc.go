@@ -45,7 +45,9 @@
 //     one (with [Config.TerminalFailures]), a panic, a call slower than a
 //     lease, a crash of the replica between the step's effect and the write
 //     that records it, a step that fails on every call until healed;
-//   - a condition that reads false for a few observations;
+//   - a condition that reads false for a few observations (one that no
+//     completion or health requires false, so the false reading delays,
+//     never completes, an operation);
 //   - a replica crashing and restarting, or cut off the store until healed
 //     (it loses its lease; another replica takes over);
 //   - virtual time passing, from nothing to hours.
@@ -85,13 +87,25 @@
 //   - the world's own invariant after every action, and its settled check at
 //     the end.
 //
+// # Coverage
+//
+// A passing [Check] logs one line: the runs, their actions, the distinct
+// states they reached, the (intent, phase) pairs seen, the machine's edges
+// taken of those it declares, and its steps whose calls failed of those
+// it declares. With [Config.RequireCoverage] an edge never taken or a step
+// never failed fails the test.
+//
 // # Failures and replay
 //
 // A failing run is shrunk by rapid to a short list of actions and reported
-// with what went wrong, then the run: each action and each step call, with
-// its virtual time (and, with [Config.ControllerLogs], the controllers'
-// logs). It replays with -rapid.seed or -rapid.failfile; -rapid.checks sets
-// the number of runs.
+// once: the run, a line for each action, step call (with the fault it
+// suffered), changed observation and phase write, with its virtual time
+// and stable operation names (op1, op2, …; with [Config.ControllerLogs],
+// the controllers' logs too), then the failed check, last. Rapid then
+// prints the replay command: -rapid.seed (or -rapid.failfile; a replay of
+// a saved failure says that it is one, as it may predate the code under
+// test); -rapid.checks sets the number of runs. A [Failure] of [RunOne] or
+// [Explore] carries its own replay command.
 //
 // # Exhaustive search
 //

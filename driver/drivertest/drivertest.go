@@ -2,15 +2,18 @@ package drivertest
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/tendhq/tend/driver"
+	"github.com/tendhq/tend/statemachine"
 
 	"pgregory.net/rapid"
 )
@@ -19,15 +22,36 @@ import (
 // cases (-rapid.checks, 100 by default), each a new run with its own random
 // actions; a failing run is shrunk to a minimal list of actions, printed one
 // per line, and replays with -rapid.seed (or -rapid.failfile).
+//
+// A pass logs one line: the runs, their actions, the distinct states they
+// reached, the (intent, phase) pairs, the machine's edges taken of those
+// declared and its steps whose calls failed of those declared. With
+// [Config.RequireCoverage], an edge never taken or a step never failed
+// fails t.
 func Check[Spec driver.HasIntent[S], Status any, S, P comparable](t *testing.T, cfg Config[Spec, Status, S, P]) {
 	t.Helper()
-	rapid.Check(t, Property[Spec, Status](t, cfg))
+	cov := newCoverage()
+	rapid.Check(t, property[Spec, Status](t, cfg, cov))
+	if t.Failed() {
+		return
+	}
+	t.Log(line(cov, cfg.Machine))
+	if miss := uncovered(cov, cfg.Machine); cfg.RequireCoverage && miss != "" {
+		t.Errorf("drivertest: coverage required: %s", miss)
+	}
 }
 
 // Property returns the property [Check] runs, for a test that drives rapid
 // itself. t is the test's own: each case runs in a testing/synctest bubble
 // of t. An invalid cfg fails t at once.
 func Property[Spec driver.HasIntent[S], Status any, S, P comparable](t *testing.T, cfg Config[Spec, Status, S, P]) func(*rapid.T) {
+	t.Helper()
+	return property[Spec, Status](t, cfg, nil)
+}
+
+// property is Property, counting what the runs exercise into cov (nil:
+// nothing is counted).
+func property[Spec driver.HasIntent[S], Status any, S, P comparable](t *testing.T, cfg Config[Spec, Status, S, P], cov *coverage) func(*rapid.T) {
 	t.Helper()
 	cfg, err := cfg.validate()
 	if err != nil {
@@ -38,8 +62,17 @@ func Property[Spec driver.HasIntent[S], Status any, S, P comparable](t *testing.
 		// Every draw happens here, outside the run's bubble, where rapid
 		// may abort a case it is shrinking.
 		p := gen.Draw(rt, "run")
+		p.cov = cov
 		if f, _ := execute[Spec, Status](t, cfg, p); f != nil {
-			rt.Fatal(f.Error())
+			// The run once, a line each, then the failed check; rapid
+			// prints the replay command after it.
+			if saved := flag.Lookup("rapid.failfile"); saved != nil && saved.Value.String() != "" {
+				rt.Logf("drivertest: a replay of the failure saved in %s, which may predate the code under test", saved.Value)
+			}
+			for _, l := range f.Log {
+				rt.Log(l)
+			}
+			rt.Fatal(joinLines(f.Problems))
 		}
 	}
 }
@@ -54,7 +87,16 @@ func RunOne[Spec driver.HasIntent[S], Status any, S, P comparable](t *testing.T,
 	}
 	p := planOf(cfg).Example(seed)
 	f, _ := execute[Spec, Status](t, cfg, p)
+	if f != nil {
+		f.Replay = fmt.Sprintf("drivertest.RunOne(t, cfg, %d)", seed)
+	}
 	return f, nil
+}
+
+// GoString describes p where rapid prints a failing case's draws: the
+// run's actions follow, one a line.
+func (p plan[S]) GoString() string {
+	return fmt.Sprintf("world seed %d, first intent %v, %d actions, stepwise %t", p.seed, p.first, len(p.actions), p.stepwise)
 }
 
 // plan is one run: the world's seed, the document's first intent and
@@ -70,6 +112,8 @@ type plan[S any] struct {
 	// oneFault keeps one one-shot fault armed at a time: a new one
 	// replaces the one armed (an exploration's states stay few).
 	oneFault bool
+	// cov, if not nil, counts what the run exercised.
+	cov *coverage
 }
 
 // planOf returns the generator of cfg's random runs.
@@ -103,14 +147,26 @@ type Failure struct {
 	// Actions are the actions the run performed after it created the
 	// document, in order.
 	Actions []string
-	// Log is the run: each action, the faults step calls suffered, and how
-	// it ended.
+	// Log is the run: each action, each step call and the fault it
+	// suffered, each changed observation and phase write, and how it ended.
 	Log []string
+	// Replay is the command that replays the run, when one does.
+	Replay string
 }
 
-// Error describes f, problems first.
+// Error describes f: the run, a line for each action, step call, changed
+// observation and phase write, with its virtual time; then the broken
+// properties, the failed check last; then how to replay it.
 func (f *Failure) Error() string {
-	return fmt.Sprintf("%s\nrun:\n%s", joinLines(f.Problems), joinLines(f.Log))
+	var b strings.Builder
+	if len(f.Log) > 0 {
+		b.WriteString("run:\n" + joinLines(f.Log) + "\n")
+	}
+	b.WriteString("failed:\n" + joinLines(f.Problems))
+	if f.Replay != "" {
+		b.WriteString("\nreplay: " + f.Replay)
+	}
+	return b.String()
 }
 
 // execute runs one run in a bubble of t: it creates the document with
@@ -157,6 +213,7 @@ func execute[Spec driver.HasIntent[S], Status any, S, P comparable](t *testing.T
 			r.act(a)
 		}
 		fingerprint = r.fingerprint()
+		p.cov.add(len(done), fingerprint, r.seen)
 		r.open() // step calls no longer wait for actions
 		if len(r.failed()) == 0 {
 			r.quiesce()
@@ -205,7 +262,8 @@ func drawAction[Spec driver.HasIntent[S], Status any, S, P comparable](t *rapid.
 	if len(m.Requests()) > 0 {
 		kinds = append(kinds, doRequest, doRequest, doRequest, doRequest)
 	}
-	if len(m.Conditions()) > 0 {
+	flippable := flippable(m)
+	if len(flippable) > 0 {
 		kinds = append(kinds, doFlip)
 	}
 	if cfg.TerminalFailures {
@@ -222,7 +280,7 @@ func drawAction[Spec driver.HasIntent[S], Status any, S, P comparable](t *rapid.
 	case doRequest:
 		a.name = rapid.SampledFrom(m.Requests()).Draw(t, label("request"))
 	case doFlip:
-		a.name = rapid.SampledFrom(m.Conditions()).Draw(t, label("condition"))
+		a.name = rapid.SampledFrom(flippable).Draw(t, label("condition"))
 	case doCrash, doPartition:
 		a.replica = rapid.IntRange(0, cfg.Replicas-1).Draw(t, label("replica"))
 	case doFail, doFailAfter, doTerminal, doPanic, doCrashAfter, doBreak:
@@ -251,4 +309,26 @@ func drawDuration(t *rapid.T, label string, limit time.Duration) time.Duration {
 	scales := []time.Duration{0, 10 * time.Millisecond, time.Second, 10 * time.Second, time.Minute, 10 * time.Minute, limit}
 	scale := min(rapid.SampledFrom(scales).Draw(t, label+" scale"), limit)
 	return scale * time.Duration(rapid.IntRange(1, 10).Draw(t, label+" tenths")) / 10
+}
+
+// flippable returns the conditions of m a doFlip may read false: those no
+// completion or health requires false. A false reading of one that is
+// required false would not delay an operation but complete it early: a
+// lie about the world, which the world's own checks would then report.
+func flippable[S, P comparable](m *statemachine.Machine[S, P]) []string {
+	negative := map[string]bool{}
+	for _, ps := range m.Definition().Phases {
+		for _, r := range slices.Concat(ps.Completion, ps.Health) {
+			if !r.Status {
+				negative[r.Condition] = true
+			}
+		}
+	}
+	var out []string
+	for _, c := range m.Conditions() {
+		if !negative[c] {
+			out = append(out, c)
+		}
+	}
+	return out
 }

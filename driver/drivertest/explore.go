@@ -3,6 +3,7 @@ package drivertest
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,15 +21,18 @@ func Explore[Spec driver.HasIntent[S], Status any, S, P comparable](t *testing.T
 		t.Fatal(err)
 	}
 	if f != nil {
+		f.Replay = fmt.Sprintf("go test -run '^%s$' (the search is deterministic)", t.Name())
 		t.Fatal(f)
 	}
-	t.Logf("drivertest: explored %d sequences of up to %d actions, %d distinct states", n.sequences, depth, n.states)
+	t.Logf("drivertest: explored %d sequences of up to %d actions, %d distinct states; %s",
+		n.sequences, depth, n.states, strings.TrimPrefix(line(n.cov, cfg.Machine), "drivertest: "))
 }
 
 // explored counts what a search explored.
 type explored struct {
-	sequences int // runs made
-	states    int // distinct states they reached
+	sequences int       // runs made
+	states    int       // distinct states they reached
+	cov       *coverage // what they exercised
 }
 
 // Search explores cfg breadth first and returns the first failure, a
@@ -60,7 +64,7 @@ func Search[Spec driver.HasIntent[S], Status any, S, P comparable](t *testing.T,
 
 // search is Search, and counts what it explored.
 func search[Spec driver.HasIntent[S], Status any, S, P comparable](t *testing.T, cfg Config[Spec, Status, S, P], depth int) (*Failure, explored, error) {
-	var n explored
+	n := explored{cov: newCoverage()}
 	cfg, err := cfg.validate()
 	if err != nil {
 		return nil, n, err
@@ -84,7 +88,7 @@ func search[Spec driver.HasIntent[S], Status any, S, P comparable](t *testing.T,
 			lead++
 		}
 		actions := slices.Insert(slices.Clone(nd.actions), lead, action[S]{kind: doStart})
-		f, fp := execute[Spec, Status](t, cfg, plan[S]{seed: 1, first: nd.first, actions: actions, oneFault: true})
+		f, fp := execute[Spec, Status](t, cfg, plan[S]{seed: 1, first: nd.first, actions: actions, oneFault: true, cov: n.cov})
 		fresh := !seen[fp]
 		seen[fp] = true
 		n.sequences++

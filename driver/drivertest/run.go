@@ -75,6 +75,8 @@ type run[Spec driver.HasIntent[S], Status any, S, P comparable] struct {
 	servedBy    map[string]map[string]bool // request token → ids of the operations that carried it
 	ops         map[string]*opRecord       // by operation id
 	checked     map[string]bool            // request tokens seen recorded served
+	seen        *coverage                  // what the run exercised (its own lock)
+	observed    map[string]string          // what each condition read last
 	problems    []string
 	tokens      int
 	restarts    sync.WaitGroup // replicas being restarted
@@ -107,7 +109,7 @@ type streak struct {
 func newRun[Spec driver.HasIntent[S], Status any, S, P comparable](ctx context.Context, cfg Config[Spec, Status, S, P], rnd *rand.Rand, logf func(string, ...any)) (*run[Spec, Status, S, P], error) {
 	r := &run[Spec, Status, S, P]{cfg: cfg, ctx: ctx, logf: logf,
 		edges: map[statemachine.Edge[P]]bool{}, moot: map[string]bool{}, flips: map[string]int{}, broken: map[string]bool{},
-		partitioned: map[int]bool{}, inFlight: map[string]int{}, servedBy: map[string]map[string]bool{}, ops: map[string]*opRecord{}, checked: map[string]bool{}}
+		partitioned: map[int]bool{}, inFlight: map[string]int{}, servedBy: map[string]map[string]bool{}, ops: map[string]*opRecord{}, checked: map[string]bool{}, seen: newCoverage(), observed: map[string]string{}}
 	var err error
 	if r.mem, err = memory.New(memory.Config{Kinds: cfg.Kinds}); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
@@ -192,7 +194,7 @@ func status[Spec any, Status any, S, P comparable](obj *store.Object[Spec, Statu
 // and manager over its own view of the store.
 func (r *run[Spec, Status, S, P]) start(id int) error {
 	rep := &replica{id: id, done: make(chan struct{})}
-	v := &view{Backend: r.mem, cut: func() error {
+	v := &view{Backend: r.mem, wrote: r.statusWritten, cut: func() error {
 		switch {
 		case rep.dead.Load():
 			return errCrashed
@@ -509,6 +511,11 @@ func (r *run[Spec, Status, S, P]) exit(rep *replica, obj *store.Object[Spec, Sta
 	r.inFlight[obj.Key] = 0
 	failed := err != nil || out == statemachine.Failed || out == statemachine.FailedTerminal || out == 0
 	r.op(opID).lastFailed = failed || rep.dead.Load()
+	if failed {
+		r.seen.mu.Lock()
+		r.seen.faulted[name] = true
+		r.seen.mu.Unlock()
+	}
 	switch s := r.streak; {
 	case !failed || rep.dead.Load():
 		// A replica that died in the call records nothing: the next call
@@ -549,7 +556,16 @@ func (r *run[Spec, Status, S, P]) observer(name string, obs driver.ObserverFunc[
 		defer r.mu.Unlock()
 		if ok && err == nil && r.flips[name] > 0 {
 			r.flips[name]--
-			return false, "drivertest: read false", nil
+			ok, reason = false, "drivertest: read false"
+		}
+		// A line for each change of what the condition reads.
+		read := fmt.Sprint(ok)
+		if err != nil {
+			read = "error: " + err.Error()
+		}
+		if last, seen := r.observed[name]; !seen || last != read {
+			r.observed[name] = read
+			r.logf("  observe %s: %s", name, read)
 		}
 		return ok, reason, err
 	}
@@ -591,10 +607,44 @@ func (r *run[Spec, Status, S, P]) watch(ctx context.Context) {
 		uid := obj.UID
 		if prev, ok := last[uid]; ok && prev != phase && !r.edges[statemachine.Edge[P]{From: prev, To: phase}] {
 			r.problem("phase moved %v → %v, which is no edge of the machine (revision %d)", prev, phase, ev.Revision)
+		} else if ok && prev != phase {
+			moved(r.seen, r.cfg.Machine, prev, phase)
 		}
+		r.seen.mu.Lock()
+		r.seen.pairs[fmt.Sprint(obj.Spec.Intent(), " ", phase)] = true
+		r.seen.mu.Unlock()
 		last[uid] = phase
 		r.requests(ms)
 	}
+}
+
+// statusWritten adds a line for a status write a replica stored that
+// moved the phase: written by the replica, in its order of events, so a
+// run's report replays line for line.
+func (r *run[Spec, Status, S, P]) statusWritten(before, doc store.Document) {
+	from, err1 := r.coll.Decode(before)
+	to, err2 := r.coll.Decode(doc)
+	if err1 != nil || err2 != nil {
+		return
+	}
+	prev, ms := status[Spec, Status, S, P](from).Phase, status[Spec, Status, S, P](to)
+	if len(before.Status) == 0 {
+		prev = r.cfg.Machine.Initial()
+	}
+	phase := ms.Phase
+	if prev == phase {
+		return
+	}
+	what := fmt.Sprintf("phase %v → %v", prev, phase)
+	r.mu.Lock()
+	if op := ms.Operation; op != nil {
+		what += fmt.Sprintf(", %s begun", r.op(op.ID).name)
+	}
+	if f := ms.Failure; f != nil && f.Operation.Phase != phase {
+		what += fmt.Sprintf(", %s failed: %s", r.op(f.Operation.ID).name, f.Cause)
+	}
+	r.mu.Unlock()
+	r.logf("  write: %s", what)
 }
 
 // requests checks the request bookkeeping of one written status.
@@ -633,7 +683,8 @@ func (r *run[Spec, Status, S, P]) requests(ms *statemachine.Status[S, P]) {
 // dead or cut off.
 type view struct {
 	store.Backend
-	cut func() error
+	cut   func() error
+	wrote func(before, after store.Document) // after each status write stored
 }
 
 func (v *view) Get(ctx context.Context, kind, key string) (store.Document, error) {
@@ -668,7 +719,15 @@ func (v *view) UpdateStatus(ctx context.Context, doc store.Document) (store.Docu
 	if err := v.cut(); err != nil {
 		return store.Document{}, err
 	}
-	return v.Backend.UpdateStatus(ctx, doc)
+	before, err := v.Backend.Get(ctx, doc.Meta.Kind, doc.Meta.Key)
+	if err != nil {
+		return store.Document{}, err
+	}
+	written, err := v.Backend.UpdateStatus(ctx, doc)
+	if err == nil && v.wrote != nil {
+		v.wrote(before, written)
+	}
+	return written, err
 }
 
 func (v *view) Delete(ctx context.Context, kind, key string, opts store.DeleteOptions) error {
