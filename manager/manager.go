@@ -179,6 +179,17 @@ type Config struct {
 	// [DefaultStuckReconcileAfter]; a negative value turns the check off.
 	StuckReconcileAfter time.Duration
 
+	// ReconcilesPerKey is how many of the last reconciles of each key the
+	// manager keeps in memory, with their triggers, result and duration
+	// ([Manager.Reconciles], GET /reconciles of [Manager.Handler]). Zero
+	// means [DefaultReconcilesPerKey]; negative keeps none.
+	ReconcilesPerKey int
+
+	// ReconcileKeys is how many keys ReconcilesPerKey is kept for: those
+	// reconciled most recently. Zero means [DefaultReconcileKeys]; negative
+	// keeps none.
+	ReconcileKeys int
+
 	// Informers is an informer factory over the controllers' store for the
 	// manager to run: give the same factory to the controllers' sources
 	// (controller.For and the others), drivers (driver.Config.Cache) and
@@ -217,6 +228,7 @@ type Manager struct {
 	shards     int
 	unfenced   bool
 	stuckAfter time.Duration // 0 when reconciles are never reported stuck
+	reconciles *reconcileLog // nil when the last reconciles are not kept
 	onChange   func(Leadership)
 	informers  *informer.Factory // Config.Informers; nil when none was given
 	log        *zap.Logger       // a no-op logger when logging is off
@@ -281,6 +293,7 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.History != nil {
 		m.recorders = []*history.Recorder{cfg.History}
 	}
+	m.reconciles = newReconcileLog(cfg.ReconcilesPerKey, cfg.ReconcileKeys)
 	switch {
 	case cfg.StuckReconcileAfter == 0:
 		m.stuckAfter = DefaultStuckReconcileAfter
@@ -489,7 +502,9 @@ func (m *Manager) controllerList() []*controller.Controller {
 func (m *Manager) runAll(stop, base context.Context, g controller.Gate) error {
 	group, stop := errgroup.WithContext(stop)
 	for _, c := range m.controllerList() {
-		group.Go(func() error { return c.RunShared(stop, controller.Shared{Reconciles: base, Gate: g}) })
+		group.Go(func() error {
+			return c.RunShared(stop, controller.Shared{Reconciles: base, Gate: g, OnReconciled: m.reconciles.recorder(c.Name())})
+		})
 	}
 	return group.Wait()
 }
