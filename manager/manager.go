@@ -248,6 +248,7 @@ type Manager struct {
 	mu          sync.Mutex
 	controllers []*controller.Controller
 	recorders   []*history.Recorder // run by Run; distinct
+	kinds       map[string]string   // the kind each controller Drive built drives, by controller name
 }
 
 // The states of a [Manager].
@@ -502,8 +503,9 @@ func (m *Manager) controllerList() []*controller.Controller {
 func (m *Manager) runAll(stop, base context.Context, g controller.Gate) error {
 	group, stop := errgroup.WithContext(stop)
 	for _, c := range m.controllerList() {
+		onReconciled := m.reconciles.recorder(m.kindOf(c.Name()))
 		group.Go(func() error {
-			return c.RunShared(stop, controller.Shared{Reconciles: base, Gate: g, OnReconciled: m.reconciles.recorder(c.Name())})
+			return c.RunShared(stop, controller.Shared{Reconciles: base, Gate: g, OnReconciled: onReconciled})
 		})
 	}
 	return group.Wait()

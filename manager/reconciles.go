@@ -154,9 +154,9 @@ func (l *reconcileLog) get(name, key string) []Reconcile {
 	return out
 }
 
-// Reconciles returns the last reconciles of key by the controller named
-// kind (the controllers [Drive] builds are named after their kind), oldest
-// first, with their triggers, result and duration: at most
+// Reconciles returns the last reconciles of key by the controller of kind
+// (a controller [Drive] built is known by the kind it drives, any other by
+// its name), oldest first, with their triggers, result and duration: at most
 // [Config.ReconcilesPerKey] of them, for the [Config.ReconcileKeys] keys
 // reconciled most recently. It returns nil when none is known, or when the
 // manager keeps none. They are this replica's reconciles only, kept in
@@ -188,4 +188,25 @@ func (m *Manager) reconcilesHandler() http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(body)
 	})
+}
+
+// drives records that the controller name, built by Drive, drives kind.
+func (m *Manager) drives(name, kind string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.kinds == nil {
+		m.kinds = map[string]string{}
+	}
+	m.kinds[name] = kind
+}
+
+// kindOf returns the kind the controller name drives, or its name for a
+// controller Drive did not build.
+func (m *Manager) kindOf(name string) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if k, ok := m.kinds[name]; ok {
+		return k
+	}
+	return name
 }
