@@ -15,6 +15,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/tendhq/tend/manager"
 	"github.com/tendhq/tend/oncall"
 	"github.com/tendhq/tend/store"
 )
@@ -64,6 +65,13 @@ type Config struct {
 	// Now is the clock pages count ages and deadlines with. Nil means
 	// time.Now.
 	Now func() time.Time
+
+	// Reconciles, when set, returns the last reconciles of a document,
+	// shown on its page under "Last reconciles" with their triggers,
+	// result and duration: the Reconciles method of the manager.Manager
+	// that drives the kind, when the console runs in its process. Nil
+	// means the page has no such section.
+	Reconciles func(kind, key string) []manager.Reconcile
 }
 
 // Console is the web console: an http.Handler. Create it with [New].
@@ -77,6 +85,7 @@ type Console struct {
 	origin    *http.CrossOriginProtection
 	log       *zap.Logger
 	now       func() time.Time
+	recs      func(kind, key string) []manager.Reconcile // nil when not shown
 	pages     map[string]*template.Template
 	mux       *http.ServeMux
 }
@@ -112,6 +121,7 @@ func New(cfg Config) (*Console, error) {
 		origin:    cfg.CrossOrigin,
 		log:       cfg.Logger,
 		now:       cfg.Now,
+		recs:      cfg.Reconciles,
 	}
 	if len(c.key) == 0 {
 		c.key = make([]byte, 32)

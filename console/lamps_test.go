@@ -66,6 +66,7 @@ type lamps struct {
 	store  *memory.Store
 	coll   *store.Collection[lampSpec, lampStatus]
 	driver *driver.Driver[lampSpec, lampStatus]
+	mgr    *manager.Manager
 
 	mu  sync.Mutex // guards lit
 	lit map[string]bool
@@ -100,7 +101,7 @@ func newLamps(t testing.TB) *lamps {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l.coll = l.driver.Collection()
+	l.coll, l.mgr = l.driver.Collection(), mgr
 
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup

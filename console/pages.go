@@ -16,6 +16,7 @@ import (
 
 	"github.com/tendhq/tend/registry"
 
+	"github.com/tendhq/tend/manager"
 	"github.com/tendhq/tend/oncall"
 	"github.com/tendhq/tend/statemachine"
 	"github.com/tendhq/tend/store"
@@ -296,6 +297,27 @@ func (c *Console) serveKind(w http.ResponseWriter, r *http.Request) {
 	c.render(w, r, http.StatusOK, "kind", page{Title: kind, Kind: kind, Events: events, Body: p})
 }
 
+// reconcileRow is one of a document's last reconciles.
+type reconcileRow struct {
+	Start, Triggers, Result, Took, ID string
+	Failed                            bool
+}
+
+// reconcileRows returns the rows of rs, newest first.
+func reconcileRows(rs []manager.Reconcile) []reconcileRow {
+	out := make([]reconcileRow, 0, len(rs))
+	for i := len(rs) - 1; i >= 0; i-- {
+		r := rs[i]
+		result := r.Result
+		if r.Error != "" {
+			result += ": " + r.Error
+		}
+		out = append(out, reconcileRow{Start: r.Start.UTC().Format("2006-01-02 15:04:05.000"), Triggers: strings.Join(r.Triggers, ", "),
+			Result: result, Took: r.Duration.Round(time.Microsecond).String(), ID: r.ReconcileID, Failed: r.Error != ""})
+	}
+	return out
+}
+
 // historyRow is one entry of a document's history.
 type historyRow struct {
 	Time    string
@@ -320,8 +342,12 @@ type objectPage struct {
 	PhaseSince time.Time // when the document's phase began: conditions observed before are stale
 	Commands   []statemachine.Command
 	History    []historyRow
-	Spec       string
-	Status     string
+	// Reconciles are the last reconciles, newest first; ShowReconciles
+	// says whether the console knows them (Config.Reconciles).
+	Reconciles     []reconcileRow
+	ShowReconciles bool
+	Spec           string
+	Status         string
 	// What the action forms offer.
 	ReadOnly   bool
 	Token      string
@@ -381,6 +407,9 @@ func (c *Console) showObject(w http.ResponseWriter, r *http.Request, code int, m
 		Operation: o.Operation, Failure: o.Failure, Refused: o.Refused, Conditions: o.Conditions, PhaseSince: o.Since, Commands: o.Commands,
 		Spec: indent(o.Spec), Status: indent(o.Status),
 		ReadOnly: c.authorize == nil, Token: token, Requests: m.Requests(), Message: message,
+	}
+	if c.recs != nil {
+		p.ShowReconciles, p.Reconciles = true, reconcileRows(c.recs(kind, key))
 	}
 	for i := len(hist) - 1; i >= 0; i-- { // newest first
 		e := hist[i]

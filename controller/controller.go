@@ -188,7 +188,7 @@ func (c *Controller) Name() string { return c.name }
 // meanwhile (a Manager of package manager runs its own); sources given a
 // store run an informer each for as long as they run.
 func (c *Controller) Run(ctx context.Context) error {
-	return c.run(ctx, context.WithoutCancel(ctx), nil)
+	return c.run(ctx, context.WithoutCancel(ctx), nil, nil)
 }
 
 // Gate admits the keys a replica may reconcile: a manager that shards keys
@@ -217,6 +217,29 @@ type Shared struct {
 	Reconciles context.Context
 	// Gate admits the keys this replica may reconcile; nil admits every key.
 	Gate Gate
+	// OnReconciled, when set, is called by the worker after each
+	// reconcile with what it was and how it ended: a manager keeps the
+	// last reconciles of each key. It must not block, and must not keep
+	// r.Triggers beyond the call.
+	OnReconciled func(r Reconciled)
+}
+
+// Reconciled describes a reconcile that ended, for [Shared.OnReconciled].
+type Reconciled struct {
+	// Key is the key reconciled; ReconcileID the reconcile's id
+	// ([ReconcileIDFrom]).
+	Key, ReconcileID string
+	// Triggers and Dropped are the reconcile's triggers ([TriggersFrom]):
+	// Triggers is valid only during the call.
+	Triggers []Trigger
+	Dropped  int
+	// Start is when the reconciler was called; Duration how long it ran.
+	Start    time.Time
+	Duration time.Duration
+	// Result is success, requeue_after, error, terminal or panic (the
+	// tend.reconcile.result attribute); Err the reconcile's error.
+	Result string
+	Err    error
 }
 
 // RunShared runs the controller as [Controller.Run] does, as one of the
@@ -228,7 +251,7 @@ func (c *Controller) RunShared(ctx context.Context, s Shared) error {
 	if base == nil {
 		base = context.WithoutCancel(ctx)
 	}
-	return c.run(ctx, base, s.Gate)
+	return c.run(ctx, base, s.Gate, s.OnReconciled)
 }
 
 // Reconciler returns the controller's reconciler.
@@ -252,7 +275,7 @@ func (c *Controller) OldestReconcile() (key string, start time.Time, ok bool) {
 // ending begins a graceful shutdown; base is the parent of every reconcile's
 // context (its values reach the reconciler, its end cancels reconciles at
 // once). g filters keys when not nil.
-func (c *Controller) run(stop, base context.Context, g Gate) error {
+func (c *Controller) run(stop, base context.Context, g Gate, onReconciled func(Reconciled)) error {
 	if !c.running.CompareAndSwap(false, true) {
 		return fmt.Errorf("%w: %s", ErrAlreadyRunning, c.name)
 	}
@@ -266,7 +289,7 @@ func (c *Controller) run(stop, base context.Context, g Gate) error {
 	if err != nil {
 		return fmt.Errorf("controller %s: %w", c.name, err)
 	}
-	r := &runner{c: c, q: q, gate: g, health: newRunHealth(c.sources)}
+	r := &runner{c: c, q: q, gate: g, health: newRunHealth(c.sources), onReconciled: onReconciled}
 	c.current.Store(r.health)
 	defer c.current.Store(nil)
 
@@ -344,6 +367,8 @@ type runner struct {
 	gate     Gate
 	stopping atomic.Bool // set once shutdown began: workers drop the keys still queued
 	health   *runHealth
+	// onReconciled is Shared.OnReconciled; nil when not set.
+	onReconciled func(Reconciled)
 }
 
 // Enqueue implements [Enqueuer].
@@ -522,6 +547,10 @@ func (r *runner) reconcile(ctx context.Context, key string, info *reconcileInfo)
 	c.metrics.record(o, elapsed, timedOut)
 	if span != nil {
 		endReconcileSpan(span, o, err)
+	}
+	if r.onReconciled != nil {
+		r.onReconciled(Reconciled{Key: key, ReconcileID: id, Triggers: info.triggers, Dropped: info.dropped,
+			Start: start, Duration: elapsed, Result: o.String(), Err: err})
 	}
 }
 

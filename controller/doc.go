@@ -67,7 +67,9 @@
 // [TriggerRequeue] or the [Result.Trigger] the reconciler chose. The
 // triggers go on the reconcile's span (tend.reconcile.triggers) and its
 // debug line "reconciling"; with tracing and debug logs off they cost no
-// allocation.
+// allocation. A requeue still pending (a timer) when an event queues the
+// key is served by the reconcile the event starts, which then carries both
+// triggers: the work queue keeps one turn per key.
 //
 // # Fair queues per tenant
 //

@@ -10,8 +10,9 @@ import (
 )
 
 // Reconciler drives the object named by a key towards its intent. It reads
-// the newest state itself: the key is all it is given, never the event or the
-// reason that queued it, so it must do the same work whatever happened.
+// the newest state itself: the key is all it is given, never the event that
+// queued it, so it must do the same work whatever happened. (Its context
+// says why it runs, for people debugging: [TriggersFrom].)
 type Reconciler interface {
 	// Reconcile is called with one key at a time: the same key is never
 	// reconciled by two workers at once. The returned Result and error decide

@@ -357,6 +357,7 @@ type driverImpl[Spec, Status any] interface {
 	reconcile(ctx context.Context, key string) (controller.Result, error)
 	create(ctx context.Context, obj *store.Object[Spec, Status]) (*store.Object[Spec, Status], error)
 	known(key string, revision int64, requeue func()) bool
+	wasRemoved(uid string) bool
 	updateSpec(ctx context.Context, key string, set func(*Spec)) (*store.Object[Spec, Status], error)
 	cascade(ctx context.Context, opts store.ListOptions, set func(*Spec), untilGone bool) (statemachine.Outcome, error)
 	registration() registry.Entry
@@ -499,14 +500,21 @@ func (d *Driver[Spec, Status]) Reconcile(ctx context.Context, key string) (contr
 // starts, or takes the lead back, with a queue that holds nothing yet.
 // Add [Owns] for the kinds whose documents the driver's steps create or
 // retire, so a change to one of them queues its owner.
+//
+// Each key it queues says why (controller.TriggersFrom): listed, spec with
+// the new generation, delete, or command for another writer's write of the
+// status (an operator's pause, resume or command). The driver's requeues
+// say theirs: timer (a wait, a timer), retry (a step's backoff), drift (a
+// settled document's health check). The events of a document the driver
+// removed (the last 1,024) queue nothing, even after it forgot the key.
 func (d *Driver[Spec, Status]) Source() controller.Source {
 	return controller.Events(d.watch, d.coll.Kind(), func(e controller.Enqueuer, ev controller.Event) {
-		key, listed, reason := ev.Doc.Meta.Key, ev.Listed, ev.Reason
+		key, listed, t := ev.Doc.Meta.Key, ev.Listed, sourceTrigger(&ev)
 		// A listed document is always queued: a list starts (or restarts)
 		// a controller whose queue holds nothing, not even the requeue its
 		// last reconcile asked for.
-		if listed || !d.impl.known(key, ev.Doc.Meta.Revision, func() { e.Enqueue(key, reason) }) {
-			e.Enqueue(key, reason)
+		if listed || !d.impl.wasRemoved(ev.Doc.Meta.UID) && !d.impl.known(key, ev.Doc.Meta.Revision, func() { e.EnqueueTrigger(key, t, 0) }) {
+			e.EnqueueTrigger(key, t, 0)
 		}
 	})
 }
@@ -1035,22 +1043,26 @@ func (d *phaseDriver[Spec, Status, S, P]) then(ctx context.Context, log *zap.Log
 	case statemachine.Begin, statemachine.Complete, statemachine.Abort:
 		return exitOf(obj, turnDecide, controller.Result{}, nil)
 	case statemachine.Wait:
-		return end(controller.Result{RequeueAfter: until(now, d.waits.next(obj.Key, waitPoint(dec.Operation.ID, "", 0), now, d.wait), dec.Deadline)}, nil)
+		return end(controller.Result{RequeueAfter: until(now, d.waits.next(obj.Key, waitPoint(dec.Operation.ID, "", 0), now, d.wait), dec.Deadline), Trigger: triggerTimer}, nil)
 	case statemachine.Backoff:
-		return end(controller.Result{RequeueAfter: until(now, dec.Until.Sub(now), dec.Deadline)}, nil)
+		return end(controller.Result{RequeueAfter: until(now, dec.Until.Sub(now), dec.Deadline), Trigger: triggerRetry}, nil)
 	case statemachine.Hold:
 		return end(controller.Result{}, nil)
 	case statemachine.Nothing:
 		// Settled: come back when the next timer is due, and to observe the
 		// phase's health again.
 		var after time.Duration
+		why := triggerTimer
 		if !dec.Until.IsZero() {
 			after = until(now, dec.Until.Sub(now), time.Time{})
 		}
 		if ps := d.phases[c.st.Phase]; len(ps.Health) > 0 && (after == 0 || ps.HealthEvery < after) {
-			after = ps.HealthEvery
+			after, why = ps.HealthEvery, triggerDrift
 		}
-		return end(controller.Result{RequeueAfter: after}, nil)
+		if after == 0 {
+			return end(controller.Result{}, nil)
+		}
+		return end(controller.Result{RequeueAfter: after, Trigger: why}, nil)
 	case statemachine.Run:
 		switch r.Outcome {
 		case statemachine.Done:
@@ -1058,7 +1070,7 @@ func (d *phaseDriver[Spec, Status, S, P]) then(ctx context.Context, log *zap.Log
 		case statemachine.Progressed:
 			return end(controller.Result{RequeueAfter: d.progress}, nil)
 		case statemachine.Pending:
-			return end(controller.Result{RequeueAfter: until(now, d.waits.next(obj.Key, waitPoint(dec.Operation.ID, dec.Step, dec.Operation.Attempts), now, d.wait), dec.Deadline)}, nil)
+			return end(controller.Result{RequeueAfter: until(now, d.waits.next(obj.Key, waitPoint(dec.Operation.ID, dec.Step, dec.Operation.Attempts), now, d.wait), dec.Deadline), Trigger: triggerTimer}, nil)
 		}
 		err := fmt.Errorf("%s %q: step %s of operation %s (%v), attempt %d: %w", d.c.Kind(), obj.Key, dec.Step,
 			dec.Operation.ID, dec.Operation.Phase, next.Operation.Attempts, cmp.Or(r.Err, errors.New(r.Outcome.String())))
@@ -1352,6 +1364,7 @@ func (d *phaseDriver[Spec, Status, S, P]) remove(ctx context.Context, obj *store
 			return nil, turnEnd, controller.Result{}, err
 		}
 		if err != nil {
+			d.removal(obj.UID)
 			d.gone(key)
 			return nil, turnEnd, controller.Result{}, nil
 		}
@@ -1359,6 +1372,7 @@ func (d *phaseDriver[Spec, Status, S, P]) remove(ctx context.Context, obj *store
 	if err := finalizer.Remove(ctx, fo, d.finalizer); err != nil {
 		return nil, turnEnd, controller.Result{}, err
 	}
+	d.removal(obj.UID)
 	d.gone(key)
 	return nil, turnEnd, controller.Result{}, nil
 }

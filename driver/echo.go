@@ -20,9 +20,15 @@ import (
 // When the driver reads from a cache, gate records each write's revision, so
 // that the next read waits until the cache shows it.
 type echoes struct {
-	mu   sync.Mutex // guards keys
+	mu   sync.Mutex // guards keys and the removed documents
 	keys map[string]*echo
-	gate *expectations.Gate[string] // nil when the driver reads the store
+	// removed holds the uids of the documents the driver removed, the
+	// last removedUIDs of them; removedRing lists them, the oldest at
+	// removedNext once full.
+	removed     map[string]struct{}
+	removedRing []string
+	removedNext int
+	gate        *expectations.Gate[string] // nil when the driver reads the store
 }
 
 // echo is what echoes knows of one key.
@@ -99,4 +105,42 @@ func (e *echoes) forget(key string) {
 	if e.gate != nil {
 		e.gate.Forget(key)
 	}
+}
+
+// removedUIDs is how many removed documents echoes remembers.
+const removedUIDs = 1024
+
+// removal records that the driver removed the document of uid: the events
+// of its last writes and of its removal may arrive after the driver forgot
+// its key, and are echoes all the same. A new document under the key has
+// another uid. It remembers the last removedUIDs documents.
+func (e *echoes) removal(uid string) {
+	if uid == "" {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.removed == nil {
+		e.removed = make(map[string]struct{}, removedUIDs)
+		e.removedRing = make([]string, 0, removedUIDs)
+	}
+	if _, ok := e.removed[uid]; ok {
+		return
+	}
+	if len(e.removedRing) < removedUIDs {
+		e.removedRing = append(e.removedRing, uid)
+	} else {
+		delete(e.removed, e.removedRing[e.removedNext])
+		e.removedRing[e.removedNext] = uid
+		e.removedNext = (e.removedNext + 1) % removedUIDs
+	}
+	e.removed[uid] = struct{}{}
+}
+
+// wasRemoved reports whether the driver removed the document of uid.
+func (e *echoes) wasRemoved(uid string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	_, ok := e.removed[uid]
+	return ok
 }

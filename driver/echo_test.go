@@ -2,6 +2,7 @@ package driver
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 )
 
@@ -44,5 +45,30 @@ func TestEchoes(t *testing.T) {
 	e.forget("k")
 	if e.known("k", 1, requeue) {
 		t.Fatal("a forgotten key is known")
+	}
+}
+
+// TestEchoesOfARemoval checks that the events of a document the driver
+// removed, arriving after it forgot the key, are known as its own, that a
+// new document under the key is not, and that the last 1,024 removals are
+// remembered.
+func TestEchoesOfARemoval(t *testing.T) {
+	var e echoes
+	if err := e.write("k", func() (int64, error) { return 5, nil }); err != nil {
+		t.Fatal(err)
+	}
+	e.removal("uid-1")
+	e.forget("k")
+	if e.known("k", 6, func() {}) || !e.wasRemoved("uid-1") {
+		t.Error("the removal's own event (revision 6, uid-1) is not recognised")
+	}
+	if e.wasRemoved("uid-2") {
+		t.Error("a new document under the key is taken for the removed one")
+	}
+	for i := range removedUIDs {
+		e.removal(fmt.Sprint("other-", i))
+	}
+	if e.wasRemoved("uid-1") || !e.wasRemoved("other-0") || !e.wasRemoved(fmt.Sprint("other-", removedUIDs-1)) {
+		t.Errorf("after %d more removals: uid-1 %v, other-0 %v", removedUIDs, e.wasRemoved("uid-1"), e.wasRemoved("other-0"))
 	}
 }

@@ -115,7 +115,7 @@ func Example_tracing() {
 	}
 	tp.print(nil, "")
 	// Output:
-	// tend.reconcile tend.controller=bulbs tend.key=hall tend.reconcile.result=success
+	// tend.reconcile tend.controller=bulbs tend.key=hall tend.reconcile.triggers=["listed"] tend.reconcile.result=success
 	//   event tend.phase_changed tend.transition.from=Dark tend.transition.to=Brightening
 	//   event tend.phase_changed tend.transition.from=Brightening tend.transition.to=Lit
 	//   tend.step tend.kind=Bulb tend.key=hall tend.state=On tend.phase=Brightening tend.step.name=switch_on tend.operation.id=op-1 tend.step.attempt=1 tend.step.outcome=done

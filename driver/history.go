@@ -36,6 +36,9 @@ func newDriverHistory(rec *history.Recorder, kind string) *driverHistory {
 // and trace of ctx, its free text scrubbed of sc's secrets.
 func (h *driverHistory) record(ctx context.Context, meta *store.Meta, sc *redact.Scrubber, e history.Entry) {
 	e.ReconcileID = controller.ReconcileIDFrom(ctx)
+	if ts, dropped := controller.TriggersFrom(ctx); len(ts) > 0 || dropped > 0 {
+		e.Triggers = controller.TriggerStrings(ts, dropped)
+	}
 	if span := trace.SpanContextFromContext(ctx); span.HasTraceID() {
 		e.TraceID = span.TraceID().String()
 	}

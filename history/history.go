@@ -95,6 +95,10 @@ type Entry struct {
 	ReconcileID string `json:"reconcileID,omitempty"`
 	// TraceID is the trace of that reconcile, when it was traced.
 	TraceID string `json:"traceID,omitempty"`
+	// Triggers says why that reconcile ran: its triggers, as
+	// controller.TriggerStrings gives them ("spec 3", "owned Gadget g1",
+	// "retry").
+	Triggers []string `json:"triggers,omitempty"`
 	// Replica names the replica that recorded the entry
 	// ([RecorderConfig.Replica]).
 	Replica string `json:"replica,omitempty"`

@@ -328,6 +328,7 @@ func (b *DriveBuilder[Spec, Status]) Complete() (*driver.Driver[Spec, Status], e
 	if err := m.add(c, run); err != nil {
 		return nil, invalid(what, []error{err})
 	}
+	m.drives(name, b.kind)
 	return d, nil
 }
 

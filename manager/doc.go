@@ -60,6 +60,24 @@
 // net/http/pprof's /debug/pprof/; [Manager.Serve] runs that handler on an
 // address until its context ends.
 //
+// # Why each reconcile ran
+//
+// A Manager keeps in memory the last reconciles of each key
+// ([Config.ReconcilesPerKey] of the [Config.ReconcileKeys] keys reconciled
+// most recently), with why each ran (its triggers: see
+// controller.TriggersFrom), its result and its duration.
+// [Manager.Reconciles] returns them, [Manager.Handler] serves them as GET
+// /reconciles?kind=K&key=X, the web console shows them on a document's
+// page and the tend command's describe --manager prints them. Recording
+// one allocates nothing.
+//
+// # Fair queues per tenant
+//
+// [DriveBuilder.Group] (or [Options] Group, GroupWeight and
+// MaxInFlightPerGroup) groups a controller's keys, by tenant say, so that
+// one group's backlog does not hold up the others: see
+// controller.Config.Group.
+//
 // # Machines recorded for on-call tools
 //
 // A Manager records, for each driver (package driver) it runs, the

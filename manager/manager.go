@@ -179,6 +179,17 @@ type Config struct {
 	// [DefaultStuckReconcileAfter]; a negative value turns the check off.
 	StuckReconcileAfter time.Duration
 
+	// ReconcilesPerKey is how many of the last reconciles of each key the
+	// manager keeps in memory, with their triggers, result and duration
+	// ([Manager.Reconciles], GET /reconciles of [Manager.Handler]). Zero
+	// means [DefaultReconcilesPerKey]; negative keeps none.
+	ReconcilesPerKey int
+
+	// ReconcileKeys is how many keys ReconcilesPerKey is kept for: those
+	// reconciled most recently. Zero means [DefaultReconcileKeys]; negative
+	// keeps none.
+	ReconcileKeys int
+
 	// Informers is an informer factory over the controllers' store for the
 	// manager to run: give the same factory to the controllers' sources
 	// (controller.For and the others), drivers (driver.Config.Cache) and
@@ -217,6 +228,7 @@ type Manager struct {
 	shards     int
 	unfenced   bool
 	stuckAfter time.Duration // 0 when reconciles are never reported stuck
+	reconciles *reconcileLog // nil when the last reconciles are not kept
 	onChange   func(Leadership)
 	informers  *informer.Factory // Config.Informers; nil when none was given
 	log        *zap.Logger       // a no-op logger when logging is off
@@ -237,6 +249,7 @@ type Manager struct {
 	mu          sync.Mutex
 	controllers []*controller.Controller
 	recorders   []*history.Recorder // run by Run; distinct
+	kinds       map[string]string   // the kind each controller Drive built drives, by controller name
 }
 
 // The states of a [Manager].
@@ -282,6 +295,7 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.History != nil {
 		m.recorders = []*history.Recorder{cfg.History}
 	}
+	m.reconciles = newReconcileLog(cfg.ReconcilesPerKey, cfg.ReconcileKeys)
 	switch {
 	case cfg.StuckReconcileAfter == 0:
 		m.stuckAfter = DefaultStuckReconcileAfter
@@ -493,9 +507,10 @@ func (m *Manager) controllerList() []*controller.Controller {
 func (m *Manager) runAll(stop, base context.Context, g controller.Gate) error {
 	group, stop := errgroup.WithContext(stop)
 	for _, c := range m.controllerList() {
+		onReconciled := m.reconciles.recorder(m.kindOf(c.Name()))
 		group.Go(func() error {
 			return m.runGated(stop, c, func(ctx context.Context) error {
-				return c.RunShared(ctx, controller.Shared{Reconciles: base, Gate: g})
+				return c.RunShared(ctx, controller.Shared{Reconciles: base, Gate: g, OnReconciled: onReconciled})
 			})
 		})
 	}

@@ -44,6 +44,11 @@ type HandlerConfig struct {
 //   - /metrics: [HandlerConfig.Gatherer], when set.
 //   - /history/{kind}/{key}: the history of a document, when
 //     [HandlerConfig.History] is set (see history.Handler).
+//   - /reconciles?kind=K&key=X: [Manager.Reconciles] as JSON, an object
+//     with kind, key and reconciles (each with reconcileID, start,
+//     duration in nanoseconds, triggers, result and error); 400 without
+//     kind or key. Like /metrics, it asks for no credentials: mount the
+//     handler where only operators reach it.
 //   - anything else: [HandlerConfig.Fallback], when set.
 //
 // /readyz and /healthz answer GET and HEAD: 200 with the body "ok" when every
@@ -62,6 +67,7 @@ func (m *Manager) Handler(cfg HandlerConfig) http.Handler {
 	if cfg.History != nil {
 		mux.Handle("GET /history/{kind}/{key...}", history.Handler(cfg.History))
 	}
+	mux.Handle("GET /reconciles", m.reconcilesHandler())
 	if cfg.Fallback != nil {
 		mux.Handle("/", cfg.Fallback)
 	}

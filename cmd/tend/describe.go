@@ -16,15 +16,19 @@ import (
 )
 
 func newDescribe(o *options) *cobra.Command {
-	return &cobra.Command{
+	var managerURL string
+	cmd := &cobra.Command{
 		Use:   "describe KIND KEY",
 		Short: "Show a document in full: status, operation, failure, its place in the machine, history",
 		Long: `describe shows a document for a person on call: its metadata, State and
 Phase, the operation in flight with its checkpoint, the failure that moved it
 to Fault, its conditions, an operator's hold and pending commands, where it
 stands in its machine (the phase's steps, done ones marked, and the phase's
-exits) and its history, oldest first.`,
-		Example:           `  tend describe Gateway team-a/gw-1`,
+exits) and its history, oldest first. With --manager, the URL of a
+manager's handler, it adds the last reconciles that manager ran of the
+document: when, why (their triggers), how they ended and how long they took.`,
+		Example: `  tend describe Gateway team-a/gw-1
+  tend describe Gateway team-a/gw-1 --manager http://gateways:8080`,
 		Args:              cobra.ExactArgs(2),
 		ValidArgsFunction: o.completeKindKey,
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
@@ -46,9 +50,18 @@ exits) and its history, oldest first.`,
 			if err != nil {
 				return err
 			}
-			return describe(o.out, o.now(), obj, m, hist)
+			if err := describe(o.out, o.now(), obj, m, hist); err != nil || managerURL == "" {
+				return err
+			}
+			rs, err := lastReconciles(ctx, managerURL, args[0], args[1])
+			if err != nil {
+				return err
+			}
+			return describeReconciles(o.out, o.now(), rs)
 		}),
 	}
+	cmd.Flags().StringVar(&managerURL, "manager", "", "the URL of a manager's handler, to show its last reconciles of the document")
+	return cmd
 }
 
 // describe writes obj for a person.
