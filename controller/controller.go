@@ -28,11 +28,11 @@ const DefaultShutdownGracePeriod = 30 * time.Second
 
 // Errors returned by [New] and [Controller.Run].
 var (
-	// ErrInvalidConfig is returned, wrapped with the reason, by [New] and
-	// [NewManager] when a configuration value is missing or out of range.
+	// ErrInvalidConfig is returned, wrapped with the reason, by [New] when
+	// a configuration value is missing or out of range.
 	ErrInvalidConfig = errors.New("controller: invalid config")
-	// ErrAlreadyRunning is returned by Run when the controller or manager is
-	// already running.
+	// ErrAlreadyRunning is returned by Run and RunShared when the
+	// controller is already running.
 	ErrAlreadyRunning = errors.New("controller: already running")
 )
 

@@ -21,8 +21,8 @@
 // removed.
 //
 //	drv, err := driver.New(gateways, machine, driver.Config[GatewaySpec, GatewayStatus]{
-//		Steps:     map[string]driver.Step[GatewaySpec, GatewayStatus]{"create_namespace": createNamespace /* … */},
-//		Observers: map[string]driver.Observer[GatewaySpec, GatewayStatus]{"deployment_available": deploymentAvailable},
+//		Steps:     map[string]driver.StepFunc[GatewaySpec, GatewayStatus]{"create_namespace": createNamespace /* … */},
+//		Observers: map[string]driver.ObserverFunc[GatewaySpec, GatewayStatus]{"deployment_available": deploymentAvailable},
 //	})
 //	ctrl, err := controller.New(controller.Config{Name: "gateway", Reconciler: drv, Sources: []controller.Source{drv.Source()}})
 //

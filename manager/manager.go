@@ -30,7 +30,9 @@ import (
 // Errors returned by [New] and [Manager.Run].
 var (
 	// ErrInvalidConfig is returned, wrapped with the reason, by [New] when a
-	// configuration value is missing or out of range.
+	// configuration value is missing or out of range, and by the builders'
+	// [DriveBuilder.Complete] and [CascadeBuilder.Complete] for every
+	// configuration error they find.
 	ErrInvalidConfig = errors.New("manager: invalid config")
 	// ErrAlreadyRunning is returned by Run when the manager is already
 	// running.

@@ -13,14 +13,12 @@ import (
 	"time"
 
 	"github.com/tendhq/tend/manager"
-	"github.com/tendhq/tend/registry"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/tendhq/tend/backends/memory"
 	"github.com/tendhq/tend/console"
-	"github.com/tendhq/tend/controller"
 	"github.com/tendhq/tend/examples/workspace/dataplane"
 	"github.com/tendhq/tend/examples/workspace/gc"
 	"github.com/tendhq/tend/examples/workspace/local"
@@ -186,7 +184,9 @@ func run(ctx context.Context, dir string, a archives, o ops, out io.Writer) erro
 // play runs the scenario's controller, board and summary in w until the
 // scenario ends, and what o asks for.
 func play(ctx context.Context, w world, objects objstore.Store, o ops, out io.Writer) error {
-	mem, err := memory.New(memory.Config{Kinds: append([]string{dataplane.Kind, history.KindFor(dataplane.Kind)}, registry.Kinds()...)})
+	// The controller's builder gives the store the kinds it needs: the
+	// workspaces, their histories and the machine's registration.
+	mem, err := memory.New(memory.Config{})
 	if err != nil {
 		return err
 	}
@@ -205,15 +205,11 @@ func play(ctx context.Context, w world, objects objstore.Store, o ops, out io.Wr
 		}
 	}
 	ctrl, err := dataplane.New(dataplane.Config{Store: mem, Instances: w.instances, Storage: w.storage, WaitInterval: 50 * time.Millisecond,
-		MetricsRegisterer: o.registerer(), History: rec})
+		Manager: manager.Config{MetricsRegisterer: o.registerer(), History: rec}})
 	if err != nil {
 		return err
 	}
-	mgr, err := manager.New(manager.Config{Controllers: []*controller.Controller{ctrl.Controller()},
-		MetricsRegisterer: o.registerer()})
-	if err != nil {
-		return err
-	}
+	mgr := ctrl.Manager()
 	b := newBoard(out)
 	runCtx, stop := context.WithCancel(ctx)
 	g, gctx := errgroup.WithContext(runCtx)
@@ -221,7 +217,6 @@ func play(ctx context.Context, w world, objects objstore.Store, o ops, out io.Wr
 	g.Go(func() error { return b.follow(gctx, ctrl.Collection()) })
 	g.Go(func() error { return b.summarize(gctx, ctrl.Collection(), cmp.Or(o.summaryEvery, time.Second)) })
 	if o.listener != nil {
-		g.Go(func() error { return rec.Run(gctx) })
 		hc := manager.HandlerConfig{History: history.NewReader(mem), Fallback: con}
 		if o.registry != nil {
 			hc.Gatherer = o.registry

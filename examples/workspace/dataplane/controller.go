@@ -1,20 +1,17 @@
 package dataplane
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"time"
 
-	"github.com/tendhq/tend/driver"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"go.uber.org/zap"
-
 	"github.com/tendhq/tend/controller"
+	"github.com/tendhq/tend/driver"
 	"github.com/tendhq/tend/examples/workspace/archive"
 	"github.com/tendhq/tend/examples/workspace/gc"
-	"github.com/tendhq/tend/history"
+	"github.com/tendhq/tend/manager"
 	"github.com/tendhq/tend/statemachine"
 	"github.com/tendhq/tend/store"
 	"github.com/tendhq/tend/workqueue"
@@ -33,13 +30,21 @@ var (
 	ErrInvalid = errors.New("dataplane: invalid request")
 )
 
+// ControllerName names the controller, in logs, metrics and its manager
+// ([manager.Manager.Controller]).
+const ControllerName = "workspaces"
+
 // DefaultWaitInterval is how long the controller waits before it observes an
 // operation's conditions again when Config.WaitInterval is zero.
 const DefaultWaitInterval = time.Second
 
 // Config configures [New].
 type Config struct {
-	// Store holds the workspace documents; it must hold [Kind]. Required.
+	// Store holds the workspace documents, their histories and the
+	// machine's registration (package registry): a store that can add
+	// kinds (backends/memory, backends/postgres) is given those it lacks;
+	// any other must hold [Kind], registry.Kind and, with a history
+	// recorder, history.KindFor(Kind). Required.
 	Store store.Backend
 	// Instances runs the containers. Required.
 	Instances InstanceController
@@ -64,14 +69,16 @@ type Config struct {
 	NewOperationID func() string
 	// Now stamps deleted_at. Nil means time.Now.
 	Now func() time.Time
-	// Logger receives the controller's logs. Nil means none.
-	Logger *zap.Logger
-	// MetricsRegisterer receives the controller's and the phase metrics.
-	// Nil means none.
-	MetricsRegisterer prometheus.Registerer
-	// History receives the history of every workspace; Store must then
-	// hold history.KindFor(Kind) too. Nil means none.
-	History *history.Recorder
+	// Manager configures the manager that runs the controller (see
+	// [Controller.Manager]): how replicas share the work (Mode, Identity,
+	// lease timings) and what the controller and its driver are given:
+	// Logger, MetricsRegisterer (the controller's, its work queue's and the
+	// phase metrics), TracerProvider (a span per reconcile, step and
+	// observer) and History (the history of every workspace; the manager
+	// runs the recorder). Its Store is Store, and its only controller is
+	// this one. The zero value runs the controller in this process alone,
+	// with no logs, metrics, spans or history.
+	Manager manager.Config
 }
 
 // Controller is the WorkspaceController: the only writer of a workspace's
@@ -85,7 +92,7 @@ type Controller struct {
 	// driverConfig is the driver's configuration: the driver harness runs
 	// it on replicas of its own.
 	driverConfig driver.Config[Spec, Status]
-	ctrl         *controller.Controller
+	manager      *manager.Manager
 	instances    InstanceController
 	storage      StorageProvider
 	now          func() time.Time
@@ -103,57 +110,39 @@ func New(cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	coll, err := store.NewCollection[Spec, Status](cfg.Store, Kind, store.CollectionConfig{})
-	if err != nil {
-		return nil, err
-	}
-	c := &Controller{coll: coll, machine: m, instances: cfg.Instances, storage: cfg.Storage, now: cfg.Now}
+	c := &Controller{machine: m, instances: cfg.Instances, storage: cfg.Storage, now: cfg.Now}
 	if c.now == nil {
 		c.now = time.Now
 	}
-	wait := cfg.WaitInterval
-	if wait == 0 {
-		wait = DefaultWaitInterval
-	}
 	c.driverConfig = driver.Config[Spec, Status]{
-		Steps:             c.steps(),
-		Observers:         c.observers(),
-		NewOperationID:    cfg.NewOperationID,
-		WaitInterval:      wait,
-		Backoff:           cfg.Backoff,
-		MetricsRegisterer: cfg.MetricsRegisterer,
-		History:           cfg.History,
+		Steps:          c.steps(),
+		Observers:      c.observers(),
+		NewOperationID: cfg.NewOperationID,
+		WaitInterval:   cmp.Or(cfg.WaitInterval, DefaultWaitInterval),
+		Backoff:        cfg.Backoff,
 	}
-	c.driver, err = driver.New(coll, m, c.driverConfig)
+	mc := cfg.Manager
+	mc.Store, mc.Controllers = cfg.Store, nil
+	if c.manager, err = manager.New(mc); err != nil {
+		return nil, fmt.Errorf("dataplane: %w", err)
+	}
+	c.driver, err = manager.Drive[Spec, Status](c.manager, Definition()).Named(ControllerName).
+		WithOptions(manager.Options{Workers: cmp.Or(cfg.Workers, 4), RateLimiter: cfg.RateLimiter}).
+		WithDriver(c.driverConfig).Complete()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("dataplane: %w", err)
 	}
-	workers := cfg.Workers
-	if workers == 0 {
-		workers = 4
-	}
-	c.ctrl, err = controller.New(controller.Config{
-		Name:              "workspaces",
-		Reconciler:        c.driver,
-		Sources:           []controller.Source{c.driver.Source()},
-		Workers:           workers,
-		RateLimiter:       cfg.RateLimiter,
-		Logger:            cfg.Logger,
-		MetricsRegisterer: cfg.MetricsRegisterer,
-	})
-	if err != nil {
-		return nil, err
-	}
+	c.coll = c.driver.Collection()
 	return c, nil
 }
 
-// Run runs the controller until ctx ends and returns when every goroutine it
-// started has stopped.
-func (c *Controller) Run(ctx context.Context) error { return c.ctrl.Run(ctx) }
+// Run runs the controller under its manager until ctx ends and returns when
+// every goroutine it started has stopped.
+func (c *Controller) Run(ctx context.Context) error { return c.manager.Run(ctx) }
 
-// Controller returns the controller that Run runs, to run it under a
-// manager.Manager instead (whose Handler serves its probes).
-func (c *Controller) Controller() *controller.Controller { return c.ctrl }
+// Manager returns the manager that Run runs: its Handler serves the
+// controller's probes, metrics and the workspaces' histories.
+func (c *Controller) Manager() *manager.Manager { return c.manager }
 
 // Reconcile runs one reconcile of workspace id, as a worker of Run would.
 // Tests use it to drive a workspace step by step.

@@ -33,6 +33,15 @@
 // upload (HEAD check). The archive step records archive_key in the same
 // write as its completion, before the delete_volume step may run.
 //
+// # Running it
+//
+// [New] wires the controller with a manager's builder (package manager):
+// the logger, metrics registerer, tracer provider and history recorder of
+// Config.Manager reach the controller and its driver, the store is given the
+// kinds they need, and the machine is recorded for on-call tools.
+// [Controller.Run] runs that manager; [Controller.Manager] returns it, to
+// serve its probes, metrics and histories.
+//
 // # Errors
 //
 // An actuator error that matches controller.ErrTerminal (checksum
