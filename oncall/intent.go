@@ -21,12 +21,17 @@ const ActionSetIntent = "set-intent"
 // is refused with an error matching statemachine.ErrTerminating and
 // statemachine.ErrIntentRefused; otherwise the machine's Admit decides,
 // and its refusal matches statemachine.ErrIntentRefused. Setting the
-// intent the spec already holds changes nothing.
+// intent the spec already holds changes nothing. On a kind no machine
+// drives it fails with [ErrNotDriven] before anything is written.
 func (c *Client) SetIntent(ctx context.Context, kind, key, field, intent string) error {
 	if err := c.canAct(); err != nil {
 		return err
 	}
-	m, err := c.Machine(ctx, kind)
+	r, err := c.driven(ctx, kind)
+	if err != nil {
+		return err
+	}
+	m, err := r.Build()
 	if err != nil {
 		return err
 	}

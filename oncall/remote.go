@@ -139,6 +139,13 @@ func (r *Remote) Await(ctx context.Context, kind, key string, generation int64) 
 	return wv.view()
 }
 
+// SetIntent: see [Client.SetIntent]. The server's authorizer sees it as an
+// action named [ActionSetIntent].
+func (r *Remote) SetIntent(ctx context.Context, kind, key, field, intent string) error {
+	var done struct{}
+	return r.post(ctx, kindPath(kind, "intent"), intentRequest{Key: key, Field: field, Intent: intent}, &done)
+}
+
 // DiffMachine: see [Client.DiffMachine].
 func (r *Remote) DiffMachine(ctx context.Context, kind string, next statemachine.Descriptor) (MachineDiff, error) {
 	var diff MachineDiff

@@ -148,6 +148,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		"GET kinds/{kind}/wait":      s.serveWait,
 		"GET kinds/{kind}/await":     s.serveAwait,
 		"POST kinds/{kind}/diff":     s.serveDiffMachine,
+		"POST kinds/{kind}/intent":   s.serveSetIntent,
 		"POST kinds/{kind}/actions":  s.serveAction,
 		"POST kinds/{kind}/bulk":     s.serveBulk,
 	} {
@@ -352,6 +353,25 @@ func (s *Server) serveDiffMachine(w http.ResponseWriter, r *http.Request) {
 	if c := s.allow(w, r, Access{Kind: kind}); c != nil {
 		diff, err := c.DiffMachine(r.Context(), kind, next)
 		s.reply(w, r, diff, err)
+	}
+}
+
+// intentRequest is the body of [Remote.SetIntent].
+type intentRequest struct {
+	Key    string `json:"key"`
+	Field  string `json:"field"`
+	Intent string `json:"intent"`
+}
+
+func (s *Server) serveSetIntent(w http.ResponseWriter, r *http.Request) {
+	kind := r.PathValue("kind")
+	var req intentRequest
+	if err := decodeBody(r, &req, maxActionBody); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if c := s.allow(w, r, Access{Kind: kind, Key: req.Key, Action: Action{Name: ActionSetIntent}}); c != nil {
+		s.reply(w, r, struct{}{}, c.SetIntent(r.Context(), kind, req.Key, req.Field, req.Intent))
 	}
 }
 

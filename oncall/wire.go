@@ -37,6 +37,7 @@ var wireErrors = []struct {
 	{"not-driven", http.StatusNotFound, ErrNotDriven, []error{registry.ErrUnregistered}},
 	{"removed", http.StatusNotFound, ErrRemoved, nil},
 	{"held-in-fault", http.StatusConflict, statemachine.ErrHeldInFault, nil},
+	{"terminating", http.StatusConflict, statemachine.ErrTerminating, []error{statemachine.ErrIntentRefused}},
 	{"intent-refused", http.StatusConflict, statemachine.ErrIntentRefused, nil},
 	{"no-selection", http.StatusBadRequest, ErrNoSelection, nil},
 	{"invalid-action", http.StatusBadRequest, ErrInvalidAction, nil},
