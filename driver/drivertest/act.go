@@ -60,6 +60,8 @@ func (r *run[Spec, Status, S, P]) act(a action[S]) {
 		r.mu.Unlock()
 	case doHeal:
 		r.heal()
+	case doPause, doResume, doOperatorRequest:
+		r.operate(a)
 	case doCrash:
 		r.crash(a.replica)
 	case doPartition:
@@ -263,6 +265,7 @@ func (r *run[Spec, Status, S, P]) quiesce() {
 	r.disruptions++
 	r.mu.Unlock()
 	r.release()
+	r.resume()
 	deadline := time.Now().Add(r.cfg.Horizon)
 	for len(r.failed()) == 0 { // a failed run's reconciles are parked
 		synctest.Wait()
@@ -312,7 +315,7 @@ func (r *run[Spec, Status, S, P]) settled(obj *store.Object[Spec, Status]) (stri
 	if hr, ok := any(obj.Spec).(driver.HasRequests); ok {
 		asked := hr.Requests()
 		for _, name := range r.cfg.Machine.Requests() {
-			st = st.Request(name, asked[name]...)
+			st = st.Request(name, append(asked[name], st.RequestCommands(name)...)...)
 		}
 	}
 	where := fmt.Sprintf("intent %v, phase %v", intent, st.Phase)
@@ -378,5 +381,6 @@ func (r *run[Spec, Status, S, P]) fingerprint() string {
 	for i, rq := range st.Requests {
 		reqs[i] = fmt.Sprint(rq.Name, len(rq.Tokens), len(rq.Served))
 	}
-	return fmt.Sprint(obj.Spec.Intent(), obj.Terminating(), st.Phase, st.Target, op, st.Failure != nil, st.Refused != nil, reqs, faults, carried)
+	return fmt.Sprint(obj.Spec.Intent(), obj.Terminating(), st.Phase, st.Target, op, st.Failure != nil, st.Refused != nil, reqs, faults, carried,
+		st.Paused != nil, len(st.Commands))
 }

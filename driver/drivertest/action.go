@@ -9,25 +9,28 @@ import (
 type kind int
 
 const (
-	doIntent     kind = iota // the user writes a new intent
-	doRequest                // the user writes a new request token
-	doDelete                 // the user deletes the document through the store
-	doRelease                // another owner's finalizer on the document is removed
-	doTouch                  // someone else writes the document's labels during the next step call
-	doRecreate               // the user creates the document again after it was removed
-	doFail                   // the next call of a step fails before its effect
-	doFailAfter              // the next call of a step has its effect, then fails
-	doTerminal               // the next call of a step fails terminally
-	doPanic                  // the next call of a step panics
-	doSlow                   // the next call of a step takes d, or until its context ends
-	doCrashAfter             // the next call of a step has its effect, then its replica dies before recording it
-	doBreak                  // every call of a step fails until the faults heal
-	doFlip                   // the next observations of a condition read false
-	doHeal                   // every fault stops
-	doCrash                  // a replica dies and restarts
-	doPartition              // a replica's store calls fail until the faults heal
-	doSleep                  // virtual time passes
-	doStart                  // the replicas start
+	doIntent          kind = iota // the user writes a new intent
+	doRequest                     // the user writes a new request token
+	doDelete                      // the user deletes the document through the store
+	doRelease                     // another owner's finalizer on the document is removed
+	doTouch                       // someone else writes the document's labels during the next step call
+	doRecreate                    // the user creates the document again after it was removed
+	doFail                        // the next call of a step fails before its effect
+	doFailAfter                   // the next call of a step has its effect, then fails
+	doTerminal                    // the next call of a step fails terminally
+	doPanic                       // the next call of a step panics
+	doSlow                        // the next call of a step takes d, or until its context ends
+	doCrashAfter                  // the next call of a step has its effect, then its replica dies before recording it
+	doBreak                       // every call of a step fails until the faults heal
+	doFlip                        // the next observations of a condition read false
+	doHeal                        // every fault stops
+	doCrash                       // a replica dies and restarts
+	doPartition                   // a replica's store calls fail until the faults heal
+	doSleep                       // virtual time passes
+	doStart                       // the replicas start
+	doPause                       // an operator pauses the document
+	doResume                      // an operator resumes it
+	doOperatorRequest             // an operator asks for a request by command
 )
 
 // action is one thing that happens to a run: a user's write, a fault, time.
@@ -84,6 +87,12 @@ func (a action[S]) String() string {
 		return fmt.Sprintf("wait %v", a.d)
 	case doStart:
 		return "start the replicas"
+	case doPause:
+		return "an operator pauses the document"
+	case doResume:
+		return "an operator resumes the document"
+	case doOperatorRequest:
+		return fmt.Sprintf("an operator commands request %s", a.name)
 	}
 	return fmt.Sprintf("action(%d)", int(a.kind))
 }

@@ -15,6 +15,11 @@ import (
 func TestCatalogueCorrect(t *testing.T) {
 	t.Run("random", func(t *testing.T) { drivertest.Check(t, catalogue.Config(catalogue.Correct)) })
 	t.Run("explore", func(t *testing.T) { drivertest.Explore(t, catalogue.Config(catalogue.Correct), 3) })
+	t.Run("operators", func(t *testing.T) {
+		cfg := catalogue.Config(catalogue.Correct)
+		cfg.Operators = true
+		drivertest.Check(t, cfg)
+	})
 }
 
 // Each defect of the catalogue is found by the exhaustive search at depth

@@ -86,6 +86,15 @@ type Config[Spec driver.HasIntent[S], Status any, S, P comparable] struct {
 	// that never held.
 	Accept []End[S, P]
 
+	// Operators makes random runs also act as an on-call operator would,
+	// at random moments: pause the document and resume it, and ask for
+	// a request by command (statemachine.VerbRequest), each a write of
+	// its status as the oncall package makes it. An operation held while
+	// virtual time passed may then reach its deadline: its Fault is
+	// explained. Off by default: these actions thin out the others, and
+	// so how often one run finds a defect of the steps.
+	Operators bool
+
 	// RequireCoverage makes [Check] fail when its runs never take an edge
 	// the machine declares, or never see a call of a declared step fail:
 	// what was never exercised was never tested.

@@ -50,7 +50,9 @@
 //     never completes, an operation);
 //   - a replica crashing and restarting, or cut off the store until healed
 //     (it loses its lease; another replica takes over);
-//   - virtual time passing, from nothing to hours.
+//   - virtual time passing, from nothing to hours;
+//   - with [Config.Operators], an operator pausing and resuming the
+//     document and asking for a request by command.
 //
 // After each action the run waits until every goroutine waits, so a run
 // replays exactly from its seed. At the end the faults that last stop and

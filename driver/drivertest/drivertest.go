@@ -269,6 +269,14 @@ func drawAction[Spec driver.HasIntent[S], Status any, S, P comparable](t *rapid.
 	if cfg.TerminalFailures {
 		kinds = append(kinds, doTerminal)
 	}
+	if cfg.Operators {
+		// An operator, at random moments: a hold and its end, a request
+		// by command.
+		kinds = append(kinds, doPause, doResume)
+		if len(m.Requests()) > 0 {
+			kinds = append(kinds, doOperatorRequest)
+		}
+	}
 	if cfg.Replicas > 1 {
 		kinds = append(kinds, doPartition, doCrash)
 	}
@@ -277,7 +285,7 @@ func drawAction[Spec driver.HasIntent[S], Status any, S, P comparable](t *rapid.
 	switch a.kind {
 	case doIntent, doRecreate:
 		a.intent = rapid.SampledFrom(m.States()).Draw(t, label("intent"))
-	case doRequest:
+	case doRequest, doOperatorRequest:
 		a.name = rapid.SampledFrom(m.Requests()).Draw(t, label("request"))
 	case doFlip:
 		a.name = rapid.SampledFrom(flippable).Draw(t, label("condition"))

@@ -26,6 +26,14 @@ func TestServiceShardedTerminal(t *testing.T) {
 	drivertest.Check(t, cfg)
 }
 
+// The same with an operator pausing, resuming and asking for restarts by
+// command at random moments, on two replicas.
+func TestServiceOperators(t *testing.T) {
+	cfg := serviceConfig(serviceDefinition(), nil)
+	cfg.Operators, cfg.Replicas, cfg.Mode = true, 2, manager.LeaderElection
+	drivertest.Check(t, cfg)
+}
+
 func TestConfigErrors(t *testing.T) {
 	good := serviceConfig(serviceDefinition(), nil)
 	tests := []struct {

@@ -42,7 +42,7 @@ type opRecord struct {
 	calls      map[string]int // step → calls
 	order      []string       // the steps called, first call first
 	lastFailed bool           // the last step call failed, whoever failed it
-	cut        bool           // the harness cut a replica off or slowed a call past a lease during it
+	cut        bool           // the harness cut a replica off, slowed a call past a lease or held it paused while time passed
 }
 
 // op returns the record of operation id, made on first sight. r.mu must be

@@ -77,6 +77,8 @@ type run[Spec driver.HasIntent[S], Status any, S, P comparable] struct {
 	checked     map[string]bool            // request tokens seen recorded served
 	seen        *coverage                  // what the run exercised (its own lock)
 	observed    map[string]string          // what each condition read last
+	pausedAt    time.Time                  // when an operator last paused the document
+	pausedOp    string                     // the operation stored then
 	problems    []string
 	tokens      int
 	restarts    sync.WaitGroup // replicas being restarted
@@ -601,7 +603,9 @@ func (r *run[Spec, Status, S, P]) watch(ctx context.Context) {
 		}
 		ms := status[Spec, Status, S, P](obj)
 		phase := ms.Phase
-		if len(ev.Document.Status) == 0 {
+		if len(ev.Document.Status) == 0 || phase == *new(P) {
+			// Never written by the driver (an operator may have paused
+			// or commanded the document already).
 			phase = r.cfg.Machine.Initial()
 		}
 		uid := obj.UID
