@@ -40,7 +40,7 @@ var ErrUnsupportedType = errors.New("kube: type has no JSON schema")
 //   - a type that implements json.Marshaler, an interface, and a struct
 //     that contains itself where it recurs, may be any JSON
 //     (x-kubernetes-preserve-unknown-fields);
-//   - pointers, slices, maps and interfaces may be null.
+//   - pointers, slices, maps, interfaces and any JSON may be null.
 //
 // The API server then rejects a spec or status of the wrong shape (a string
 // where T has an integer) and removes fields T does not have. A type
@@ -77,8 +77,10 @@ func implements(t, iface reflect.Type) bool {
 	return t.Implements(iface) || t.Kind() != reflect.Pointer && reflect.PointerTo(t).Implements(iface)
 }
 
-// anyJSON is the schema of any JSON value.
-func anyJSON() map[string]any { return map[string]any{"x-kubernetes-preserve-unknown-fields": true} }
+// anyJSON is the schema of any JSON value, null included.
+func anyJSON() map[string]any {
+	return map[string]any{"x-kubernetes-preserve-unknown-fields": true, "nullable": true}
+}
 
 // schema returns the schema of t, found at path (for errors).
 func (b *schemaBuilder) schema(t reflect.Type, path string) (map[string]any, error) {
@@ -116,7 +118,7 @@ func (b *schemaBuilder) schema(t reflect.Type, path string) (map[string]any, err
 	case reflect.String:
 		return map[string]any{"type": "string"}, nil
 	case reflect.Interface:
-		return nullable(anyJSON()), nil
+		return anyJSON(), nil
 	case reflect.Slice:
 		if t.Elem().Kind() == reflect.Uint8 && !implements(t.Elem(), jsonMarshaler) && !implements(t.Elem(), textMarshaler) {
 			// The API server refuses "" as format byte: no format.

@@ -91,7 +91,7 @@ type everything struct {
 	Raw      json.RawMessage   `json:"raw"`
 	Any      any               `json:"any"`
 	Tree     tree              `json:"tree"`
-	Nested   map[string][]tree `json:"nested,omitempty"`
+	Nested   map[string][]tree `json:"nested"`
 	Skipped  string            `json:"-"`
 	Embedded
 	Other
@@ -227,7 +227,7 @@ func TestSchemaOf(t *testing.T) {
 		{[]string{"time"}, map[string]any{"type": "string", "format": "date-time"}},
 		{[]string{"duration"}, map[string]any{"type": "integer"}},
 		{[]string{"text"}, map[string]any{"type": "string"}},
-		{[]string{"raw"}, map[string]any{"x-kubernetes-preserve-unknown-fields": true}},
+		{[]string{"raw"}, map[string]any{"x-kubernetes-preserve-unknown-fields": true, "nullable": true}},
 		{[]string{"any"}, map[string]any{"x-kubernetes-preserve-unknown-fields": true, "nullable": true}},
 		{[]string{"tree", "children", "items"}, map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
 		{[]string{"pointer", "name"}, map[string]any{"type": "string"}},
