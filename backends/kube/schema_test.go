@@ -215,7 +215,7 @@ func TestSchemaOf(t *testing.T) {
 		{[]string{"int"}, map[string]any{"type": "integer"}},
 		{[]string{"int8"}, map[string]any{"type": "integer", "minimum": int64(-128), "maximum": int64(127)}},
 		{[]string{"uint16"}, map[string]any{"type": "integer", "minimum": int64(0), "maximum": int64(math.MaxUint16)}},
-		{[]string{"uint64"}, map[string]any{"type": "integer", "minimum": int64(0), "maximum": int64(math.MaxInt64)}},
+		{[]string{"uint64"}, map[string]any{"type": "integer", "minimum": int64(0), "maximum": int64(kube.MaxUint)}},
 		{[]string{"float32"}, map[string]any{"type": "number"}},
 		{[]string{"quoted"}, map[string]any{"type": "string"}},
 		{[]string{"QuotedP"}, map[string]any{"type": "string", "nullable": true}},
