@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"reflect"
 	"slices"
 	"strings"
@@ -29,8 +28,8 @@ var ErrUnsupportedType = errors.New("kube: type has no JSON schema")
 //     ("-" leaves a field out), with the fields of embedded structs promoted
 //     as encoding/json promotes them; a field's `description` tag becomes
 //     its description, which `kubectl explain` shows;
-//   - booleans, integers (bounded by their Go type, uint64 and uint to the
-//     largest int64, as the API server reads numbers as int64 or float64),
+//   - booleans, integers (bounded by their Go type, and uint64, uint and
+//     uintptr by [MaxUint]),
 //     floats and strings are themselves; a field with the ",string" option
 //     is a string;
 //   - []byte is a string (base64), other slices and arrays are arrays, maps
@@ -40,7 +39,7 @@ var ErrUnsupportedType = errors.New("kube: type has no JSON schema")
 //   - a type that implements json.Marshaler, an interface, and a struct
 //     that contains itself where it recurs, may be any JSON
 //     (x-kubernetes-preserve-unknown-fields);
-//   - pointers, slices, maps and interfaces may be null.
+//   - pointers, slices, maps, interfaces and any JSON may be null.
 //
 // The API server then rejects a spec or status of the wrong shape (a string
 // where T has an integer) and removes fields T does not have. A type
@@ -49,6 +48,13 @@ var ErrUnsupportedType = errors.New("kube: type has no JSON schema")
 func SchemaOf[T any]() (map[string]any, error) {
 	return schemaOf(reflect.TypeFor[T]())
 }
+
+// MaxUint is the largest value the schema of a uint64, uint or uintptr
+// allows: 2⁶³−1024, the largest integer below 2⁶³ that a float64 holds. The
+// API server reads JSON numbers as int64 or float64, so a larger one would
+// come back as a float that no longer decodes; it keeps a schema's bounds as
+// float64, so the bound cannot be 2⁶³−1 itself.
+const MaxUint = 1<<63 - 1024
 
 // schemaOf is [SchemaOf] of t.
 func schemaOf(t reflect.Type) (map[string]any, error) {
@@ -77,8 +83,10 @@ func implements(t, iface reflect.Type) bool {
 	return t.Implements(iface) || t.Kind() != reflect.Pointer && reflect.PointerTo(t).Implements(iface)
 }
 
-// anyJSON is the schema of any JSON value.
-func anyJSON() map[string]any { return map[string]any{"x-kubernetes-preserve-unknown-fields": true} }
+// anyJSON is the schema of any JSON value, null included.
+func anyJSON() map[string]any {
+	return map[string]any{"x-kubernetes-preserve-unknown-fields": true, "nullable": true}
+}
 
 // schema returns the schema of t, found at path (for errors).
 func (b *schemaBuilder) schema(t reflect.Type, path string) (map[string]any, error) {
@@ -106,7 +114,7 @@ func (b *schemaBuilder) schema(t reflect.Type, path string) (map[string]any, err
 		}
 		return s, nil
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		s := map[string]any{"type": "integer", "minimum": int64(0), "maximum": int64(math.MaxInt64)}
+		s := map[string]any{"type": "integer", "minimum": int64(0), "maximum": int64(MaxUint)}
 		if bits := t.Bits(); bits < 64 {
 			s["maximum"] = int64(1)<<bits - 1
 		}
@@ -116,7 +124,7 @@ func (b *schemaBuilder) schema(t reflect.Type, path string) (map[string]any, err
 	case reflect.String:
 		return map[string]any{"type": "string"}, nil
 	case reflect.Interface:
-		return nullable(anyJSON()), nil
+		return anyJSON(), nil
 	case reflect.Slice:
 		if t.Elem().Kind() == reflect.Uint8 && !implements(t.Elem(), jsonMarshaler) && !implements(t.Elem(), textMarshaler) {
 			// The API server refuses "" as format byte: no format.

@@ -91,7 +91,7 @@ type everything struct {
 	Raw      json.RawMessage   `json:"raw"`
 	Any      any               `json:"any"`
 	Tree     tree              `json:"tree"`
-	Nested   map[string][]tree `json:"nested,omitempty"`
+	Nested   map[string][]tree `json:"nested"`
 	Skipped  string            `json:"-"`
 	Embedded
 	Other
@@ -215,7 +215,7 @@ func TestSchemaOf(t *testing.T) {
 		{[]string{"int"}, map[string]any{"type": "integer"}},
 		{[]string{"int8"}, map[string]any{"type": "integer", "minimum": int64(-128), "maximum": int64(127)}},
 		{[]string{"uint16"}, map[string]any{"type": "integer", "minimum": int64(0), "maximum": int64(math.MaxUint16)}},
-		{[]string{"uint64"}, map[string]any{"type": "integer", "minimum": int64(0), "maximum": int64(math.MaxInt64)}},
+		{[]string{"uint64"}, map[string]any{"type": "integer", "minimum": int64(0), "maximum": int64(kube.MaxUint)}},
 		{[]string{"float32"}, map[string]any{"type": "number"}},
 		{[]string{"quoted"}, map[string]any{"type": "string"}},
 		{[]string{"QuotedP"}, map[string]any{"type": "string", "nullable": true}},
@@ -227,7 +227,7 @@ func TestSchemaOf(t *testing.T) {
 		{[]string{"time"}, map[string]any{"type": "string", "format": "date-time"}},
 		{[]string{"duration"}, map[string]any{"type": "integer"}},
 		{[]string{"text"}, map[string]any{"type": "string"}},
-		{[]string{"raw"}, map[string]any{"x-kubernetes-preserve-unknown-fields": true}},
+		{[]string{"raw"}, map[string]any{"x-kubernetes-preserve-unknown-fields": true, "nullable": true}},
 		{[]string{"any"}, map[string]any{"x-kubernetes-preserve-unknown-fields": true, "nullable": true}},
 		{[]string{"tree", "children", "items"}, map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
 		{[]string{"pointer", "name"}, map[string]any{"type": "string"}},

@@ -362,7 +362,9 @@ func (s *Store) UpdateSpec(ctx context.Context, doc store.Document) (store.Docum
 }
 
 // UpdateStatus replaces the object's status through the status subresource,
-// with doc's revision as the resourceVersion precondition.
+// with doc's revision as the resourceVersion precondition. The status of a
+// driven kind ([KindOf]) is written with its summary ([SummaryField]),
+// which a write of the same status brings up to date.
 func (s *Store) UpdateStatus(ctx context.Context, doc store.Document) (store.Document, error) {
 	const op = "update status"
 	kind, key := doc.Meta.Kind, doc.Meta.Key
