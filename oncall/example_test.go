@@ -27,20 +27,7 @@ func Example() {
 	_, _ = b.UpdateStatus(ctx, doc)
 
 	// A running Manager records the machine of each kind it drives.
-	m, err := statemachine.New(statemachine.Definition[string, string]{
-		Name: "Gateway", States: []string{"Running"}, Initial: "Starting",
-		Phases: []statemachine.PhaseSpec[string]{
-			{Phase: "Starting", Type: statemachine.Transitional, Steps: []string{"deploy"},
-				Completion: []statemachine.Require{statemachine.Is("serving")}, Then: "Started"},
-			{Phase: "Started"},
-			{Phase: "Fault", Type: statemachine.Fault},
-		},
-		Settled: []statemachine.Settle[string, string]{{State: "Running", Phase: "Started"}},
-	})
-	if err != nil {
-		panic(err)
-	}
-	_, _ = registry.Put(ctx, b, registry.Entry{Kind: "Gateway", Machine: m.Descriptor()})
+	recordGatewayMachine(ctx, b)
 
 	ops, _ := oncall.New(b, oncall.Config{Actor: "alice"})
 	if err := ops.Pause(ctx, "Gateway", "gw-1", "database maintenance"); err != nil {
@@ -52,7 +39,7 @@ func Example() {
 	fmt.Println(h[0].Type, h[0].Name, h[0].Actor)
 
 	// No machine drives the history kinds: nothing acts on them.
-	err = ops.Pause(ctx, history.KindFor("Gateway"), "gw-1", "")
+	err := ops.Pause(ctx, history.KindFor("Gateway"), "gw-1", "")
 	fmt.Println(errors.Is(err, oncall.ErrNotDriven))
 	// Output:
 	// Running Starting [deploy] paused by alice: database maintenance
@@ -72,6 +59,7 @@ func ExampleClient_Bulk() {
 		}
 		_, _ = b.Create(ctx, store.Document{Meta: store.Meta{Kind: "Gateway", Key: key, Labels: map[string]string{"team": team}}})
 	}
+	recordGatewayMachine(ctx, b) // as a running Manager does
 	ops, _ := oncall.New(b, oncall.Config{Actor: "alice"})
 	sel := oncall.Selection{Kind: "Gateway", Selector: store.MustParseSelector("team=a")}
 	views, _ := ops.Select(ctx, sel)
@@ -115,4 +103,26 @@ func ExampleNewServer() {
 	// gw-1 Started <nil>
 	// true
 	// true
+}
+
+// recordGatewayMachine records a machine for the kind Gateway in b, as a
+// Manager running a driver of gateways does: actions apply only to the
+// documents of a kind a machine drives.
+func recordGatewayMachine(ctx context.Context, b store.Backend) {
+	m, err := statemachine.New(statemachine.Definition[string, string]{
+		Name: "Gateway", States: []string{"Running"}, Initial: "Starting",
+		Phases: []statemachine.PhaseSpec[string]{
+			{Phase: "Starting", Type: statemachine.Transitional, Steps: []string{"deploy"},
+				Completion: []statemachine.Require{statemachine.Is("serving")}, Then: "Started"},
+			{Phase: "Started"},
+			{Phase: "Fault", Type: statemachine.Fault},
+		},
+		Settled: []statemachine.Settle[string, string]{{State: "Running", Phase: "Started"}},
+	})
+	if err != nil {
+		panic(err)
+	}
+	if _, err := registry.Put(ctx, b, registry.Entry{Kind: "Gateway", Machine: m.Descriptor()}); err != nil {
+		panic(err)
+	}
 }
