@@ -400,6 +400,11 @@ func settle(t testing.TB, d *driver.Driver[gwSpec, gwStatus], key string) contro
 		if res.RequeueAfter == 0 {
 			return res
 		}
+		if res.RequeueAfter <= 10*time.Millisecond {
+			// A failed step's first backoff (5 ms) passes in real time;
+			// without waiting, a fast machine spends every turn before it.
+			time.Sleep(res.RequeueAfter)
+		}
 	}
 	t.Fatalf("%s did not settle", key)
 	return controller.Result{}
