@@ -79,9 +79,10 @@ func TestFindsPlantedDefects(t *testing.T) {
 			depth: 6,
 			// Which symptom shows first depends on how the replicas race:
 			// overlapping step calls, one replica retrying a failure the
-			// other recorded, or one replica's step running under an
+			// other recorded (sooner than the backoff, or before the
+			// retry time stored), or one replica's step running under an
 			// operation the other replaced in the store.
-			want: []string{"while replica", "its backoff allows", "not the operation stored"},
+			want: []string{"while replica", "its backoff allows", "before its stored retry time", "not the operation stored"},
 		},
 	}
 	for _, tt := range tests {
