@@ -1,15 +1,11 @@
 package manager
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
-
-	"github.com/tendhq/tend/store"
 )
 
 // DefaultStuckReconcileAfter is how long one reconcile may run before
@@ -57,7 +53,7 @@ func (m *Manager) IsLeader() bool {
 		return m.state.Load() == stateRunning
 	case LeaderElection:
 		h := m.leading.Load()
-		return h != nil && !h.lost()
+		return h != nil && !h.Lost()
 	}
 	return false
 }
@@ -69,7 +65,7 @@ func (m *Manager) IsLeader() bool {
 // goroutine (OnLeadershipChange included), and never waits for the manager.
 func (m *Manager) OwnedShards() []int {
 	if s := m.sharding.Load(); s != nil {
-		return s.owned()
+		return s.Owned()
 	}
 	return nil
 }
@@ -199,7 +195,7 @@ func (m *Manager) readiness(time.Time) []check {
 		if s := m.sharding.Load(); s == nil {
 			shards.reason = "no shards held"
 		} else {
-			shards.reason = s.shareMissing()
+			shards.reason = s.ShareMissing()
 		}
 		checks = append(checks, shards)
 	}
@@ -224,7 +220,7 @@ func (m *Manager) liveness(now time.Time) []check {
 	if m.mode != Single {
 		leases := check{name: "leases"}
 		if m.state.Load() != stateIdle {
-			leases.reason = m.leases.wedged(now, m.ttl)
+			leases.reason = m.leases.Wedged(now)
 		}
 		checks = append(checks, leases)
 	}
@@ -241,114 +237,4 @@ func quoteAll(names []string) string {
 		fmt.Fprintf(&b, "%q", n)
 	}
 	return b.String()
-}
-
-// leaseHealth is what the health checks read of the manager's calls to its
-// Leaser.
-type leaseHealth struct {
-	mu sync.Mutex // guards the fields below
-	// failingSince is when the first call failed since the Leaser last
-	// answered; zero when the last call was answered.
-	failingSince time.Time
-	lastErr      error                // the last failure, while failingSince is set
-	calls        map[uint64]time.Time // calls in flight: when each started
-	seq          uint64               // the last id begin returned
-}
-
-// reset forgets past failures, as a run starts.
-func (h *leaseHealth) reset() {
-	h.mu.Lock()
-	h.failingSince, h.lastErr = time.Time{}, nil
-	h.mu.Unlock()
-}
-
-// begin records that a call starts and returns its id for end.
-func (h *leaseHealth) begin() uint64 {
-	start := time.Now()
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.calls == nil {
-		h.calls = map[uint64]time.Time{}
-	}
-	h.seq++
-	h.calls[h.seq] = start
-	return h.seq
-}
-
-// end records how the call begin returned id for ended, made with ctx. It
-// reports whether the call failed: it got no answer, or one refusing the
-// lease, while the manager still wanted it.
-func (h *leaseHealth) end(id uint64, ctx context.Context, err error) (failed bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	delete(h.calls, id)
-	switch {
-	case err == nil || errors.Is(err, store.ErrLeaseHeld) || errors.Is(err, store.ErrLeaseLost):
-		h.failingSince, h.lastErr = time.Time{}, nil
-		return err != nil
-	case ctx.Err() != nil && !errors.Is(context.Cause(ctx), store.ErrLeaseLost):
-		// The manager stopped waiting: it gave the lease up or stops. A
-		// context ended by store.ErrLeaseLost is a lease that lapsed while
-		// the call waited: a failure.
-		return false
-	}
-	if h.failingSince.IsZero() {
-		h.failingSince = time.Now()
-	}
-	h.lastErr = err
-	return true
-}
-
-// wedged returns why the lease calls look wedged at now, or "".
-func (h *leaseHealth) wedged(now time.Time, limit time.Duration) string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if !h.failingSince.IsZero() && now.Sub(h.failingSince) > limit {
-		return fmt.Sprintf("lease calls have been failing for %v, longer than the lease duration %v: %v",
-			now.Sub(h.failingSince), limit, h.lastErr)
-	}
-	for _, start := range h.calls {
-		if now.Sub(start) > limit {
-			return fmt.Sprintf("a lease call has been waiting for %v, longer than the lease duration %v", now.Sub(start), limit)
-		}
-	}
-	return ""
-}
-
-// leaseCalls is the Leaser a manager calls: it passes each call on to the
-// configured Leaser and records its outcome for the health checks and the
-// metrics.
-type leaseCalls struct {
-	store.Leaser
-	m *Manager
-}
-
-func (l *leaseCalls) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (store.Lease, error) {
-	id := l.m.leases.begin()
-	lease, err := l.Leaser.AcquireLease(ctx, name, holder, ttl)
-	l.m.leases.end(id, ctx, err)
-	return lease, err
-}
-
-func (l *leaseCalls) RenewLease(ctx context.Context, held store.Lease) (store.Lease, error) {
-	id := l.m.leases.begin()
-	lease, err := l.Leaser.RenewLease(ctx, held)
-	if l.m.leases.end(id, ctx, err) && l.m.metrics != nil {
-		l.m.metrics.renewFailures.Inc()
-	}
-	return lease, err
-}
-
-func (l *leaseCalls) ReleaseLease(ctx context.Context, held store.Lease) error {
-	id := l.m.leases.begin()
-	err := l.Leaser.ReleaseLease(ctx, held)
-	l.m.leases.end(id, ctx, err)
-	return err
-}
-
-func (l *leaseCalls) ListLeases(ctx context.Context, prefix string) ([]store.Lease, error) {
-	id := l.m.leases.begin()
-	leases, err := l.Leaser.ListLeases(ctx, prefix)
-	l.m.leases.end(id, ctx, err)
-	return leases, err
 }

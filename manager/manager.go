@@ -24,6 +24,8 @@ import (
 
 	"github.com/tendhq/tend/history"
 	"github.com/tendhq/tend/informer"
+	"github.com/tendhq/tend/manager/internal/lease"
+	"github.com/tendhq/tend/manager/internal/shard"
 	"github.com/tendhq/tend/store"
 )
 
@@ -222,13 +224,12 @@ type Config struct {
 type Manager struct {
 	shared     shared // what the builders give every controller they make
 	mode       Mode
-	leaser     store.Leaser
+	leases     *lease.Keeper // nil without a Leaser
 	identity   string
 	prefix     string
 	ttl        time.Duration
 	renew      time.Duration
 	shards     int
-	unfenced   bool
 	stuckAfter time.Duration // 0 when reconciles are never reported stuck
 	reconciles *reconcileLog // nil when the last reconciles are not kept
 	onChange   func(Leadership)
@@ -240,11 +241,10 @@ type Manager struct {
 	cachesMu sync.Mutex          // guards caches
 	caches   []*informer.Factory // made by Cache, one per store
 
-	state    atomic.Int32            // stateIdle, stateRunning or stateStopping
-	leading  atomic.Pointer[held]    // the leader lease while this replica leads
-	sharding atomic.Pointer[sharder] // the sharder while Run runs in Sharded mode
-	leases   leaseHealth
-	gates    atomic.Pointer[gates] // the driven kinds' gates while Run runs
+	state    atomic.Int32                  // stateIdle, stateRunning or stateStopping
+	leading  atomic.Pointer[lease.Held]    // the leader lease while this replica leads
+	sharding atomic.Pointer[shard.Sharder] // the sharder while Run runs in Sharded mode
+	gates    atomic.Pointer[gates]         // the driven kinds' gates while Run runs
 
 	// mu guards controllers and recorders, which the builders add to
 	// until Run starts.
@@ -277,21 +277,16 @@ func New(cfg Config) (*Manager, error) {
 	m := &Manager{
 		controllers: append([]*controller.Controller(nil), cfg.Controllers...),
 		mode:        cfg.Mode,
-		leaser:      cfg.Leaser,
 		identity:    cfg.Identity,
 		prefix:      cfg.LeasePrefix,
 		ttl:         cmp.Or(cfg.LeaseDuration, DefaultLeaseDuration),
 		shards:      cmp.Or(cfg.Shards, DefaultShards),
-		unfenced:    cfg.Unfenced,
 		onChange:    cfg.OnLeadershipChange,
 		informers:   cfg.Informers,
 		notify:      make(chan struct{}, 1),
 	}
 	if cfg.Leaser == nil && cfg.Store != nil {
 		cfg.Leaser = cfg.Store
-	}
-	if cfg.Leaser != nil {
-		m.leaser = &leaseCalls{Leaser: cfg.Leaser, m: m}
 	}
 	m.shared = shared{store: cfg.Store, log: cfg.Logger, reg: cfg.MetricsRegisterer, tracer: cfg.TracerProvider, history: cfg.History}
 	if cfg.History != nil {
@@ -324,6 +319,14 @@ func New(cfg Config) (*Manager, error) {
 		m.identity = host + "-" + strconv.FormatUint(rand.Uint64()&0xffffffffffff, 36)
 	}
 	m.log = cmp.Or(cfg.Logger, zap.NewNop()).Named("manager").With(zap.String("identity", m.identity))
+	if cfg.Leaser != nil {
+		m.leases = lease.New(lease.Config{Leaser: cfg.Leaser, Identity: m.identity, Duration: m.ttl, Renew: m.renew,
+			Unfenced: cfg.Unfenced, Log: m.log, OnRenewFailure: func() {
+				if m.metrics != nil {
+					m.metrics.renewFailures.Inc()
+				}
+			}})
+	}
 	if cfg.MetricsRegisterer != nil {
 		mm, err := newManagerMetrics(cfg.MetricsRegisterer, m)
 		if err != nil {
@@ -381,7 +384,9 @@ func (m *Manager) Run(ctx context.Context) error {
 	}
 	defer recording.Wait()
 	defer endRecording()
-	m.leases.reset()
+	if m.leases != nil {
+		m.leases.Reset()
+	}
 	stopped := make(chan struct{})
 	watch := context.AfterFunc(ctx, func() {
 		defer close(stopped)
@@ -519,55 +524,12 @@ func (m *Manager) runAll(stop, base context.Context, g controller.Gate) error {
 	return group.Wait()
 }
 
-// release gives a lease up, even after ctx ended.
-func (m *Manager) release(ctx context.Context, l store.Lease) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.renew)
-	defer cancel()
-	if err := m.leaser.ReleaseLease(ctx, l); err != nil {
-		m.log.Warn("releasing lease", zap.String("lease", l.Name), zap.Error(err))
-	}
-}
-
-// acquire tries once to take the named lease; the returned held lease's
-// context derives from parent.
-func (m *Manager) acquire(ctx, parent context.Context, name string) (*held, error) {
-	start := time.Now()
-	l, err := m.leaser.AcquireLease(ctx, name, m.identity, m.ttl)
-	if err != nil {
-		return nil, err
-	}
-	return hold(m.fenced(parent, l), l, start.Add(m.ttl-m.renew)), nil
-}
-
-// fenced returns ctx carrying the fence of lease l, or ctx itself when the
-// manager runs unfenced.
-func (m *Manager) fenced(ctx context.Context, l store.Lease) context.Context {
-	if m.unfenced {
-		return ctx
-	}
-	return store.WithFence(ctx, store.Fence{Lease: l.Name, Token: l.Fence})
-}
-
-// keep renews h once; it ends h when the store says the lease is lost.
-func (m *Manager) keep(ctx context.Context, h *held) {
-	start := time.Now()
-	l, err := m.leaser.RenewLease(ctx, h.current())
-	switch {
-	case err == nil:
-		h.extend(l, start.Add(m.ttl-m.renew))
-	case errors.Is(err, store.ErrLeaseLost):
-		h.end(store.ErrLeaseLost)
-	case ctx.Err() == nil:
-		m.log.Warn("renewing lease", zap.String("lease", h.current().Name), zap.Error(err))
-	}
-}
-
 // runLeader stands by until it takes the lead, runs the controllers while it
 // holds it, and stands by again when it loses it.
 func (m *Manager) runLeader(ctx context.Context) error {
 	name := m.prefix + "leader"
 	for {
-		h, err := m.acquire(ctx, context.WithoutCancel(ctx), name)
+		h, err := m.leases.Acquire(ctx, context.WithoutCancel(ctx), name)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -580,24 +542,24 @@ func (m *Manager) runLeader(ctx context.Context) error {
 			}
 			continue
 		}
-		m.log.Info("leading", zap.Int64("fence", h.current().Fence))
+		m.log.Info("leading", zap.Int64("fence", h.Current().Fence))
 		err = m.lead(ctx, h)
 		if err != nil || ctx.Err() != nil {
 			return err
 		}
-		m.log.Warn("lost the lead; standing by", zap.Error(context.Cause(h.ctx)))
+		m.log.Warn("lost the lead; standing by", zap.Error(context.Cause(h.Context())))
 	}
 }
 
 // lead runs the controllers while h is held.
-func (m *Manager) lead(ctx context.Context, h *held) error {
+func (m *Manager) lead(ctx context.Context, h *lease.Held) error {
 	stop, cancelStop := context.WithCancel(ctx)
 	defer cancelStop()
-	context.AfterFunc(h.ctx, cancelStop)
+	context.AfterFunc(h.Context(), cancelStop)
 	m.leading.Store(h)
 	m.changed()
 	lostOrGivenUp := make(chan struct{})
-	context.AfterFunc(h.ctx, func() {
+	context.AfterFunc(h.Context(), func() {
 		m.changed()
 		close(lostOrGivenUp)
 	})
@@ -612,36 +574,32 @@ func (m *Manager) lead(ctx context.Context, h *held) error {
 		defer t.Stop()
 		for {
 			select {
-			case <-h.ctx.Done():
+			case <-h.Context().Done():
 				return
 			case <-t.C:
-				m.keep(h.ctx, h)
+				m.leases.Keep(h.Context(), h)
 			}
 		}
 	})
-	err := m.runAll(stop, h.ctx, nil)
-	lost := h.lost()
-	h.end(errGivenUp)
+	err := m.runAll(stop, h.Context(), nil)
+	lost := h.Lost()
+	h.End(lease.ErrGivenUp)
 	renewals.Wait()
 	if !lost {
-		m.release(ctx, h.current())
+		m.leases.Release(ctx, h.Current())
 	}
 	return err
 }
 
-// errGivenUp is the cause of a lease context ended because this replica gave
-// the lease up.
-var errGivenUp = errors.New("manager: lease given up")
-
 // runSharded runs the controllers behind a sharder, which holds shards while
 // they run and gives them up after they stopped.
 func (m *Manager) runSharded(ctx context.Context) error {
-	s := newSharder(m)
+	s := shard.New(shard.Config{Leases: m.leases, Shards: m.shards, Prefix: m.prefix, Identity: m.identity, Log: m.log, OnChange: m.changed})
 	m.sharding.Store(s)
 	defer m.sharding.Store(nil)
 	life, end := context.WithCancel(context.WithoutCancel(ctx))
 	var loop sync.WaitGroup
-	loop.Go(func() { s.run(ctx, life) })
+	loop.Go(func() { s.Run(ctx, life) })
 	err := m.runAll(ctx, context.WithoutCancel(ctx), s)
 	end()
 	loop.Wait()
