@@ -531,7 +531,12 @@ func everythings() *rapid.Generator[everything] {
 	scalar := rapid.OneOf(
 		rapid.Just[any](nil),
 		rapid.Map(rapid.Bool(), func(b bool) any { return b }),
-		rapid.Map(rapid.Float64(), func(f float64) any { return f }),
+		rapid.Map(rapid.Float64(), func(f float64) any {
+			if f == 0 {
+				return 0.0 // the API server writes JSON's -0 as 0: one zero
+			}
+			return f
+		}),
 		rapid.Map(rapid.String(), func(s string) any { return s }),
 	)
 	anyJSON := rapid.OneOf(scalar,
