@@ -30,7 +30,7 @@ func (d *phaseDriver[Spec, Status, S, P]) useCache(f *informer.Factory) {
 	}
 	d.ryw = &expectations.Gate[string]{}
 	inf.ObserveRevisions(d.ryw.Observed)
-	d.echoes.gate = d.ryw
+	d.echoes.Gate = d.ryw
 	d.cache = inf
 }
 

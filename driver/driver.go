@@ -20,8 +20,10 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/tendhq/tend/controller"
+	"github.com/tendhq/tend/driver/internal/echoes"
 	"github.com/tendhq/tend/driver/internal/phasemetrics"
 	"github.com/tendhq/tend/driver/internal/spans"
+	"github.com/tendhq/tend/driver/internal/waits"
 	"github.com/tendhq/tend/finalizer"
 	"github.com/tendhq/tend/history"
 	"github.com/tendhq/tend/informer"
@@ -356,8 +358,7 @@ type Driver[Spec, Status any] struct {
 type driverImpl[Spec, Status any] interface {
 	reconcile(ctx context.Context, key string) (controller.Result, error)
 	create(ctx context.Context, obj *store.Object[Spec, Status]) (*store.Object[Spec, Status], error)
-	known(key string, revision int64, requeue func()) bool
-	wasRemoved(uid string) bool
+	ownWrites() *echoes.Tracker
 	updateSpec(ctx context.Context, key string, set func(*Spec)) (*store.Object[Spec, Status], error)
 	cascade(ctx context.Context, opts store.ListOptions, set func(*Spec), untilGone bool) (statemachine.Outcome, error)
 	registration() registry.Entry
@@ -508,12 +509,13 @@ func (d *Driver[Spec, Status]) Reconcile(ctx context.Context, key string) (contr
 // settled document's health check). The events of a document the driver
 // removed (the last 1,024) queue nothing, even after it forgot the key.
 func (d *Driver[Spec, Status]) Source() controller.Source {
+	own := d.impl.ownWrites()
 	return controller.Events(d.watch, d.coll.Kind(), func(e controller.Enqueuer, ev controller.Event) {
 		key, listed, t := ev.Doc.Meta.Key, ev.Listed, sourceTrigger(&ev)
 		// A listed document is always queued: a list starts (or restarts)
 		// a controller whose queue holds nothing, not even the requeue its
 		// last reconcile asked for.
-		if listed || !d.impl.wasRemoved(ev.Doc.Meta.UID) && !d.impl.known(key, ev.Doc.Meta.Revision, func() { e.EnqueueTrigger(key, t, 0) }) {
+		if listed || !own.WasRemoved(ev.Doc.Meta.UID) && !own.Known(key, ev.Doc.Meta.Revision, func() { e.EnqueueTrigger(key, t, 0) }) {
 			e.EnqueueTrigger(key, t, 0)
 		}
 	})
@@ -549,7 +551,7 @@ type phaseDriver[Spec HasIntent[S], Status any, S, P comparable] struct {
 	final     *S // the state of the final pairs; nil when the machine has none
 	newID     func() string
 	wait      time.Duration // the longest wait (see waits)
-	waits     waits
+	waits     waits.Schedule
 	progress  time.Duration
 	conflicts int
 	backoff   workqueue.Backoff
@@ -559,12 +561,12 @@ type phaseDriver[Spec HasIntent[S], Status any, S, P comparable] struct {
 	cached                                // the cache the driver reads, when it reads one
 	moveBufs  sync.Pool                   // *[]move[S, P]: the moves of reconciles ended, for the next ones
 
-	echoes // the driver's own writes, which its source does not queue
+	echoes echoes.Tracker // the driver's own writes, which its source does not queue
 }
 
 // gone forgets the document under key once it is removed.
 func (d *phaseDriver[Spec, Status, S, P]) gone(key string) {
-	d.forget(key)
+	d.echoes.Forget(key)
 	d.metrics.Forget(key)
 }
 
@@ -919,7 +921,7 @@ func (d *phaseDriver[Spec, Status, S, P]) decide(ctx context.Context, log *zap.L
 			// actions. (A condition that needs several reads at once would
 			// otherwise see its retries back off while each pass fails.)
 			dec := c.dec
-			wait := d.waits.next(obj.Key, waitPoint(dec.Operation.ID, dec.Step, dec.Operation.Attempts), c.now, d.wait)
+			wait := d.waits.Next(obj.Key, waits.Point(dec.Operation.ID, dec.Step, dec.Operation.Attempts), c.now, d.wait)
 			return c, d.end(ctx, log, obj, w, controller.Result{}, controller.RetryAfter(err, until(c.now, wait, dec.Deadline)))
 		}
 		if c.dec, err = d.m.Decide(c.intent, c.st, c.now); err != nil {
@@ -1043,7 +1045,7 @@ func (d *phaseDriver[Spec, Status, S, P]) then(ctx context.Context, log *zap.Log
 	case statemachine.Begin, statemachine.Complete, statemachine.Abort:
 		return exitOf(obj, turnDecide, controller.Result{}, nil)
 	case statemachine.Wait:
-		return end(controller.Result{RequeueAfter: until(now, d.waits.next(obj.Key, waitPoint(dec.Operation.ID, "", 0), now, d.wait), dec.Deadline), Trigger: triggerTimer}, nil)
+		return end(controller.Result{RequeueAfter: until(now, d.waits.Next(obj.Key, waits.Point(dec.Operation.ID, "", 0), now, d.wait), dec.Deadline), Trigger: triggerTimer}, nil)
 	case statemachine.Backoff:
 		return end(controller.Result{RequeueAfter: until(now, dec.Until.Sub(now), dec.Deadline), Trigger: triggerRetry}, nil)
 	case statemachine.Hold:
@@ -1070,7 +1072,7 @@ func (d *phaseDriver[Spec, Status, S, P]) then(ctx context.Context, log *zap.Log
 		case statemachine.Progressed:
 			return end(controller.Result{RequeueAfter: d.progress}, nil)
 		case statemachine.Pending:
-			return end(controller.Result{RequeueAfter: until(now, d.waits.next(obj.Key, waitPoint(dec.Operation.ID, dec.Step, dec.Operation.Attempts), now, d.wait), dec.Deadline), Trigger: triggerTimer}, nil)
+			return end(controller.Result{RequeueAfter: until(now, d.waits.Next(obj.Key, waits.Point(dec.Operation.ID, dec.Step, dec.Operation.Attempts), now, d.wait), dec.Deadline), Trigger: triggerTimer}, nil)
 		}
 		err := fmt.Errorf("%s %q: step %s of operation %s (%v), attempt %d: %w", d.c.Kind(), obj.Key, dec.Step,
 			dec.Operation.ID, dec.Operation.Phase, next.Operation.Attempts, cmp.Or(r.Err, errors.New(r.Outcome.String())))
@@ -1213,7 +1215,7 @@ func (d *phaseDriver[Spec, Status, S, P]) writeEncoded(ctx context.Context, obj 
 		return nil, nil, err
 	}
 	var stored store.Document
-	if err := d.write(obj.Key, func() (int64, error) {
+	if err := d.echoes.Write(obj.Key, func() (int64, error) {
 		stored, err = d.c.Backend().UpdateStatus(ctx, doc)
 		return stored.Meta.Revision, err
 	}); err != nil {
@@ -1364,7 +1366,7 @@ func (d *phaseDriver[Spec, Status, S, P]) remove(ctx context.Context, obj *store
 			return nil, turnEnd, controller.Result{}, err
 		}
 		if err != nil {
-			d.removal(obj.UID)
+			d.echoes.Removal(obj.UID)
 			d.gone(key)
 			return nil, turnEnd, controller.Result{}, nil
 		}
@@ -1372,7 +1374,7 @@ func (d *phaseDriver[Spec, Status, S, P]) remove(ctx context.Context, obj *store
 	if err := finalizer.Remove(ctx, fo, d.finalizer); err != nil {
 		return nil, turnEnd, controller.Result{}, err
 	}
-	d.removal(obj.UID)
+	d.echoes.Removal(obj.UID)
 	d.gone(key)
 	return nil, turnEnd, controller.Result{}, nil
 }
@@ -1381,7 +1383,7 @@ func (d *phaseDriver[Spec, Status, S, P]) remove(ctx context.Context, obj *store
 type finObject[Spec, Status any] struct {
 	c      *store.Collection[Spec, Status]
 	obj    *store.Object[Spec, Status]
-	echoes *echoes // records the writes; may be nil
+	echoes *echoes.Tracker // records the writes; may be nil
 }
 
 func (f *finObject[Spec, Status]) Terminating() bool    { return f.obj.Terminating() }
@@ -1399,7 +1401,7 @@ func (f *finObject[Spec, Status]) SetFinalizers(ctx context.Context, finalizers 
 	}
 	var err error
 	if f.echoes != nil {
-		err = f.echoes.write(next.Key, update)
+		err = f.echoes.Write(next.Key, update)
 	} else {
 		_, err = update()
 	}
