@@ -52,7 +52,7 @@ func (d *phaseDriver[Spec, Status, S, P]) commanded(ctx context.Context, log *za
 			ce.Write(fields...)
 		}
 		if d.history != nil {
-			d.history.record(ctx, &obj.Meta, d.scrubber(obj), history.Entry{ID: history.OutcomeID(o.Command.ID), Time: now, Type: history.Operator,
+			d.history.Record(ctx, &obj.Meta, d.scrubber(obj), history.Entry{ID: history.OutcomeID(o.Command.ID), Time: now, Type: history.Operator,
 				Name: string(o.Command.Verb), Command: o.Command.ID, Actor: o.Command.By, Outcome: result,
 				Reason: o.Reason, Phase: o.Phase, To: o.To, Operation: o.Operation, Step: o.Step})
 		}

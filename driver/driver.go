@@ -21,6 +21,7 @@ import (
 
 	"github.com/tendhq/tend/controller"
 	"github.com/tendhq/tend/driver/internal/echoes"
+	"github.com/tendhq/tend/driver/internal/journal"
 	"github.com/tendhq/tend/driver/internal/phasemetrics"
 	"github.com/tendhq/tend/driver/internal/spans"
 	"github.com/tendhq/tend/driver/internal/waits"
@@ -436,7 +437,7 @@ func New[Spec HasIntent[S], Status any, S, P comparable](c *store.Collection[Spe
 		conflicts: cmp.Or(cfg.ConflictRetries, DefaultConflictRetries),
 		backoff:   cfg.Backoff,
 		tracing:   spans.New(cfg.TracerProvider, c.Kind(), m),
-		history:   newDriverHistory(cfg.History, c.Kind()),
+		history:   journal.New(cfg.History, c.Kind()),
 	}
 	if d.backoff == nil {
 		d.backoff = workqueue.DefaultBackoff()
@@ -557,7 +558,7 @@ type phaseDriver[Spec HasIntent[S], Status any, S, P comparable] struct {
 	backoff   workqueue.Backoff
 	metrics   *phasemetrics.Metrics[S, P] // nil when metrics are off
 	tracing   *spans.Tracing[S, P]        // nil when tracing is off
-	history   *driverHistory              // nil when history is off
+	history   *journal.Journal            // nil when history is off
 	cached                                // the cache the driver reads, when it reads one
 	moveBufs  sync.Pool                   // *[]move[S, P]: the moves of reconciles ended, for the next ones
 
@@ -1279,8 +1280,10 @@ func (d *phaseDriver[Spec, Status, S, P]) run(ctx context.Context, obj *store.Ob
 		defer func() { spans.EndStep(span, out, err) }()
 	}
 	if d.history != nil {
-		start := d.stepStarted(ctx, obj, dec)
-		defer func() { d.stepEnded(ctx, obj, dec, start, out, class.Name, err) }()
+		start := journal.StepStarted(ctx, d.history, &obj.Meta, dec)
+		defer func() {
+			journal.StepEnded(ctx, d.history, &obj.Meta, d.scrubber(obj), dec, start, out, class.Name, err)
+		}()
 	}
 	out, err = d.call(ctx, obj, dec)
 	out, class = d.classify(dec.Step, out, err)
