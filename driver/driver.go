@@ -20,7 +20,9 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/tendhq/tend/controller"
+	"github.com/tendhq/tend/driver/internal/cacheread"
 	"github.com/tendhq/tend/driver/internal/echoes"
+	"github.com/tendhq/tend/driver/internal/guarded"
 	"github.com/tendhq/tend/driver/internal/journal"
 	"github.com/tendhq/tend/driver/internal/phasemetrics"
 	"github.com/tendhq/tend/driver/internal/spans"
@@ -448,9 +450,8 @@ func New[Spec HasIntent[S], Status any, S, P comparable](c *store.Collection[Spe
 	for _, p := range m.Phases() {
 		d.phases[p], _ = m.Spec(p)
 	}
-	if cfg.Cache != nil {
-		d.useCache(cfg.Cache)
-	}
+	d.reader = cacheread.New(c, cfg.Cache, d.wait)
+	d.echoes.Gate = d.reader.Gate()
 	if cfg.MetricsRegisterer != nil {
 		pm, err := phasemetrics.New(cfg.MetricsRegisterer, c.Kind(), m)
 		if err != nil {
@@ -556,11 +557,11 @@ type phaseDriver[Spec HasIntent[S], Status any, S, P comparable] struct {
 	progress  time.Duration
 	conflicts int
 	backoff   workqueue.Backoff
-	metrics   *phasemetrics.Metrics[S, P] // nil when metrics are off
-	tracing   *spans.Tracing[S, P]        // nil when tracing is off
-	history   *journal.Journal            // nil when history is off
-	cached                                // the cache the driver reads, when it reads one
-	moveBufs  sync.Pool                   // *[]move[S, P]: the moves of reconciles ended, for the next ones
+	metrics   *phasemetrics.Metrics[S, P]     // nil when metrics are off
+	tracing   *spans.Tracing[S, P]            // nil when tracing is off
+	history   *journal.Journal                // nil when history is off
+	reader    *cacheread.Reader[Spec, Status] // reads the documents: from the cache, when the driver reads one
+	moveBufs  sync.Pool                       // *[]move[S, P]: the moves of reconciles ended, for the next ones
 
 	echoes echoes.Tracker // the driver's own writes, which its source does not queue
 }
@@ -643,7 +644,7 @@ func (d *phaseDriver[Spec, Status, S, P]) reconcile(ctx context.Context, key str
 			)
 			// The first read may come from the cache; one after a conflict
 			// goes to the store, which the cache may not have caught up with.
-			if obj, cached, err = d.read(ctx, key, conflicts > 0); err != nil {
+			if obj, cached, err = d.reader.Read(ctx, key, conflicts > 0); err != nil {
 				if errors.Is(err, store.ErrNotFound) {
 					d.gone(key)
 					return controller.Result{}, nil
@@ -709,7 +710,7 @@ type unwritten[Status any, S, P comparable] struct {
 
 	// cached is set while the document was read from the cache and no
 	// write has confirmed it since: a step does not run on it before the
-	// store does (see confirm).
+	// store does (see cacheread.Reader.Confirm).
 	cached bool
 }
 
@@ -858,16 +859,16 @@ func (d *phaseDriver[Spec, Status, S, P]) held(ctx context.Context, log *zap.Log
 	if d.final == nil {
 		return nil
 	}
-	switch finalizer.StageOf(&finObject[Spec, Status]{c: d.c, obj: obj}, d.finalizer) {
+	switch finalizer.StageOf(guarded.New(d.c, obj, nil), d.finalizer) {
 	case finalizer.Absent:
-		fo := &finObject[Spec, Status]{c: d.c, obj: obj, echoes: &d.echoes}
+		fo := guarded.New(d.c, obj, &d.echoes)
 		if err := finalizer.Add(ctx, fo, d.finalizer); err != nil {
 			if errors.Is(err, store.ErrNotFound) || errors.Is(err, finalizer.ErrTerminating) {
 				return d.end(ctx, log, obj, w, controller.Result{}, nil)
 			}
 			return d.end(ctx, log, obj, w, controller.Result{}, err)
 		}
-		return exitOf(fo.obj, turnDecide, controller.Result{}, nil)
+		return exitOf(fo.Object(), turnDecide, controller.Result{}, nil)
 	case finalizer.Finalized:
 		return d.end(ctx, log, obj, w, controller.Result{}, nil) // another controller's deletion to finish
 	}
@@ -973,7 +974,7 @@ func (d *phaseDriver[Spec, Status, S, P]) act(ctx context.Context, log *zap.Logg
 		obj = written
 	}
 	if w.cached {
-		if err := d.confirm(ctx, obj); err != nil {
+		if err := d.reader.Confirm(ctx, obj); err != nil {
 			return obj, r, nil, exitOf[Spec, Status](nil, turnReread, controller.Result{}, err)
 		}
 		w.cached = false
@@ -1355,7 +1356,7 @@ func (d *phaseDriver[Spec, Status, S, P]) callObserver(ctx context.Context, obj 
 // it, if it is not Terminating yet, then removes the driver's finalizer.
 func (d *phaseDriver[Spec, Status, S, P]) remove(ctx context.Context, obj *store.Object[Spec, Status]) (*store.Object[Spec, Status], turn, controller.Result, error) {
 	key := obj.Key
-	fo := &finObject[Spec, Status]{c: d.c, obj: obj, echoes: &d.echoes}
+	fo := guarded.New(d.c, obj, &d.echoes)
 	if !obj.Terminating() {
 		err := d.c.Delete(ctx, key, store.DeleteOptions{UID: obj.UID, Revision: obj.Revision})
 		if errors.Is(err, store.ErrConflict) {
@@ -1380,51 +1381,6 @@ func (d *phaseDriver[Spec, Status, S, P]) remove(ctx context.Context, obj *store
 	d.echoes.Removal(obj.UID)
 	d.gone(key)
 	return nil, turnEnd, controller.Result{}, nil
-}
-
-// finObject is a finalizer.Guarded over a typed document.
-type finObject[Spec, Status any] struct {
-	c      *store.Collection[Spec, Status]
-	obj    *store.Object[Spec, Status]
-	echoes *echoes.Tracker // records the writes; may be nil
-}
-
-func (f *finObject[Spec, Status]) Terminating() bool    { return f.obj.Terminating() }
-func (f *finObject[Spec, Status]) Finalizers() []string { return f.obj.Finalizers }
-
-func (f *finObject[Spec, Status]) SetFinalizers(ctx context.Context, finalizers []string) error {
-	next := *f.obj
-	next.Finalizers = slices.Clone(finalizers)
-	var written *store.Object[Spec, Status]
-	update := func() (rev int64, err error) {
-		if written, err = f.c.UpdateSpec(ctx, &next); err == nil {
-			rev = written.Revision
-		}
-		return rev, err
-	}
-	var err error
-	if f.echoes != nil {
-		err = f.echoes.Write(next.Key, update)
-	} else {
-		_, err = update()
-	}
-	if err != nil {
-		return err
-	}
-	f.obj = written
-	return nil
-}
-
-func (f *finObject[Spec, Status]) Refresh(ctx context.Context) error {
-	obj, err := f.c.Get(ctx, f.obj.Key)
-	if err != nil {
-		return err
-	}
-	if obj.UID != f.obj.UID {
-		return &store.Error{Op: "get", Kind: f.c.Kind(), Key: f.obj.Key, Err: store.ErrNotFound}
-	}
-	f.obj = obj
-	return nil
 }
 
 // withoutTerminal returns the error a [controller.Terminal] error in err's
