@@ -6,6 +6,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/tendhq/tend/driver/internal/echoes"
 	"github.com/tendhq/tend/history"
 	"github.com/tendhq/tend/statemachine"
 	"github.com/tendhq/tend/store"
@@ -51,15 +52,13 @@ func (d *phaseDriver[Spec, Status, S, P]) commanded(ctx context.Context, log *za
 			ce.Write(fields...)
 		}
 		if d.history != nil {
-			d.history.record(ctx, &obj.Meta, d.scrubber(obj), history.Entry{ID: history.OutcomeID(o.Command.ID), Time: now, Type: history.Operator,
+			d.history.Record(ctx, &obj.Meta, d.scrubber(obj), history.Entry{ID: history.OutcomeID(o.Command.ID), Time: now, Type: history.Operator,
 				Name: string(o.Command.Verb), Command: o.Command.ID, Actor: o.Command.By, Outcome: result,
 				Reason: o.Reason, Phase: o.Phase, To: o.To, Operation: o.Operation, Step: o.Step})
 		}
 	}
 }
 
-// known reports whether a watch event of the document under key at
-// revision is the driver's own write (see echoes.known).
-func (d *phaseDriver[Spec, Status, S, P]) known(key string, revision int64, requeue func()) bool {
-	return d.echoes.known(key, revision, requeue)
-}
+// ownWrites returns what the driver knows of its own writes, which its
+// source does not queue.
+func (d *phaseDriver[Spec, Status, S, P]) ownWrites() *echoes.Tracker { return &d.echoes }

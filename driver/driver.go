@@ -20,8 +20,13 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/tendhq/tend/controller"
+	"github.com/tendhq/tend/driver/internal/cacheread"
+	"github.com/tendhq/tend/driver/internal/echoes"
+	"github.com/tendhq/tend/driver/internal/guarded"
+	"github.com/tendhq/tend/driver/internal/journal"
 	"github.com/tendhq/tend/driver/internal/phasemetrics"
 	"github.com/tendhq/tend/driver/internal/spans"
+	"github.com/tendhq/tend/driver/internal/waits"
 	"github.com/tendhq/tend/finalizer"
 	"github.com/tendhq/tend/history"
 	"github.com/tendhq/tend/informer"
@@ -356,8 +361,7 @@ type Driver[Spec, Status any] struct {
 type driverImpl[Spec, Status any] interface {
 	reconcile(ctx context.Context, key string) (controller.Result, error)
 	create(ctx context.Context, obj *store.Object[Spec, Status]) (*store.Object[Spec, Status], error)
-	known(key string, revision int64, requeue func()) bool
-	wasRemoved(uid string) bool
+	ownWrites() *echoes.Tracker
 	updateSpec(ctx context.Context, key string, set func(*Spec)) (*store.Object[Spec, Status], error)
 	cascade(ctx context.Context, opts store.ListOptions, set func(*Spec), untilGone bool) (statemachine.Outcome, error)
 	registration() registry.Entry
@@ -435,7 +439,7 @@ func New[Spec HasIntent[S], Status any, S, P comparable](c *store.Collection[Spe
 		conflicts: cmp.Or(cfg.ConflictRetries, DefaultConflictRetries),
 		backoff:   cfg.Backoff,
 		tracing:   spans.New(cfg.TracerProvider, c.Kind(), m),
-		history:   newDriverHistory(cfg.History, c.Kind()),
+		history:   journal.New(cfg.History, c.Kind()),
 	}
 	if d.backoff == nil {
 		d.backoff = workqueue.DefaultBackoff()
@@ -446,9 +450,8 @@ func New[Spec HasIntent[S], Status any, S, P comparable](c *store.Collection[Spe
 	for _, p := range m.Phases() {
 		d.phases[p], _ = m.Spec(p)
 	}
-	if cfg.Cache != nil {
-		d.useCache(cfg.Cache)
-	}
+	d.reader = cacheread.New(c, cfg.Cache, d.wait)
+	d.echoes.Gate = d.reader.Gate()
 	if cfg.MetricsRegisterer != nil {
 		pm, err := phasemetrics.New(cfg.MetricsRegisterer, c.Kind(), m)
 		if err != nil {
@@ -508,12 +511,13 @@ func (d *Driver[Spec, Status]) Reconcile(ctx context.Context, key string) (contr
 // settled document's health check). The events of a document the driver
 // removed (the last 1,024) queue nothing, even after it forgot the key.
 func (d *Driver[Spec, Status]) Source() controller.Source {
+	own := d.impl.ownWrites()
 	return controller.Events(d.watch, d.coll.Kind(), func(e controller.Enqueuer, ev controller.Event) {
 		key, listed, t := ev.Doc.Meta.Key, ev.Listed, sourceTrigger(&ev)
 		// A listed document is always queued: a list starts (or restarts)
 		// a controller whose queue holds nothing, not even the requeue its
 		// last reconcile asked for.
-		if listed || !d.impl.wasRemoved(ev.Doc.Meta.UID) && !d.impl.known(key, ev.Doc.Meta.Revision, func() { e.EnqueueTrigger(key, t, 0) }) {
+		if listed || !own.WasRemoved(ev.Doc.Meta.UID) && !own.Known(key, ev.Doc.Meta.Revision, func() { e.EnqueueTrigger(key, t, 0) }) {
 			e.EnqueueTrigger(key, t, 0)
 		}
 	})
@@ -549,22 +553,22 @@ type phaseDriver[Spec HasIntent[S], Status any, S, P comparable] struct {
 	final     *S // the state of the final pairs; nil when the machine has none
 	newID     func() string
 	wait      time.Duration // the longest wait (see waits)
-	waits     waits
+	waits     waits.Schedule
 	progress  time.Duration
 	conflicts int
 	backoff   workqueue.Backoff
-	metrics   *phasemetrics.Metrics[S, P] // nil when metrics are off
-	tracing   *spans.Tracing[S, P]        // nil when tracing is off
-	history   *driverHistory              // nil when history is off
-	cached                                // the cache the driver reads, when it reads one
-	moveBufs  sync.Pool                   // *[]move[S, P]: the moves of reconciles ended, for the next ones
+	metrics   *phasemetrics.Metrics[S, P]     // nil when metrics are off
+	tracing   *spans.Tracing[S, P]            // nil when tracing is off
+	history   *journal.Journal                // nil when history is off
+	reader    *cacheread.Reader[Spec, Status] // reads the documents: from the cache, when the driver reads one
+	moveBufs  sync.Pool                       // *[]move[S, P]: the moves of reconciles ended, for the next ones
 
-	echoes // the driver's own writes, which its source does not queue
+	echoes echoes.Tracker // the driver's own writes, which its source does not queue
 }
 
 // gone forgets the document under key once it is removed.
 func (d *phaseDriver[Spec, Status, S, P]) gone(key string) {
-	d.forget(key)
+	d.echoes.Forget(key)
 	d.metrics.Forget(key)
 }
 
@@ -640,7 +644,7 @@ func (d *phaseDriver[Spec, Status, S, P]) reconcile(ctx context.Context, key str
 			)
 			// The first read may come from the cache; one after a conflict
 			// goes to the store, which the cache may not have caught up with.
-			if obj, cached, err = d.read(ctx, key, conflicts > 0); err != nil {
+			if obj, cached, err = d.reader.Read(ctx, key, conflicts > 0); err != nil {
 				if errors.Is(err, store.ErrNotFound) {
 					d.gone(key)
 					return controller.Result{}, nil
@@ -706,7 +710,7 @@ type unwritten[Status any, S, P comparable] struct {
 
 	// cached is set while the document was read from the cache and no
 	// write has confirmed it since: a step does not run on it before the
-	// store does (see confirm).
+	// store does (see cacheread.Reader.Confirm).
 	cached bool
 }
 
@@ -855,16 +859,16 @@ func (d *phaseDriver[Spec, Status, S, P]) held(ctx context.Context, log *zap.Log
 	if d.final == nil {
 		return nil
 	}
-	switch finalizer.StageOf(&finObject[Spec, Status]{c: d.c, obj: obj}, d.finalizer) {
+	switch finalizer.StageOf(guarded.New(d.c, obj, nil), d.finalizer) {
 	case finalizer.Absent:
-		fo := &finObject[Spec, Status]{c: d.c, obj: obj, echoes: &d.echoes}
+		fo := guarded.New(d.c, obj, &d.echoes)
 		if err := finalizer.Add(ctx, fo, d.finalizer); err != nil {
 			if errors.Is(err, store.ErrNotFound) || errors.Is(err, finalizer.ErrTerminating) {
 				return d.end(ctx, log, obj, w, controller.Result{}, nil)
 			}
 			return d.end(ctx, log, obj, w, controller.Result{}, err)
 		}
-		return exitOf(fo.obj, turnDecide, controller.Result{}, nil)
+		return exitOf(fo.Object(), turnDecide, controller.Result{}, nil)
 	case finalizer.Finalized:
 		return d.end(ctx, log, obj, w, controller.Result{}, nil) // another controller's deletion to finish
 	}
@@ -919,7 +923,7 @@ func (d *phaseDriver[Spec, Status, S, P]) decide(ctx context.Context, log *zap.L
 			// actions. (A condition that needs several reads at once would
 			// otherwise see its retries back off while each pass fails.)
 			dec := c.dec
-			wait := d.waits.next(obj.Key, waitPoint(dec.Operation.ID, dec.Step, dec.Operation.Attempts), c.now, d.wait)
+			wait := d.waits.Next(obj.Key, waits.Point(dec.Operation.ID, dec.Step, dec.Operation.Attempts), c.now, d.wait)
 			return c, d.end(ctx, log, obj, w, controller.Result{}, controller.RetryAfter(err, until(c.now, wait, dec.Deadline)))
 		}
 		if c.dec, err = d.m.Decide(c.intent, c.st, c.now); err != nil {
@@ -970,7 +974,7 @@ func (d *phaseDriver[Spec, Status, S, P]) act(ctx context.Context, log *zap.Logg
 		obj = written
 	}
 	if w.cached {
-		if err := d.confirm(ctx, obj); err != nil {
+		if err := d.reader.Confirm(ctx, obj); err != nil {
 			return obj, r, nil, exitOf[Spec, Status](nil, turnReread, controller.Result{}, err)
 		}
 		w.cached = false
@@ -1043,7 +1047,7 @@ func (d *phaseDriver[Spec, Status, S, P]) then(ctx context.Context, log *zap.Log
 	case statemachine.Begin, statemachine.Complete, statemachine.Abort:
 		return exitOf(obj, turnDecide, controller.Result{}, nil)
 	case statemachine.Wait:
-		return end(controller.Result{RequeueAfter: until(now, d.waits.next(obj.Key, waitPoint(dec.Operation.ID, "", 0), now, d.wait), dec.Deadline), Trigger: triggerTimer}, nil)
+		return end(controller.Result{RequeueAfter: until(now, d.waits.Next(obj.Key, waits.Point(dec.Operation.ID, "", 0), now, d.wait), dec.Deadline), Trigger: triggerTimer}, nil)
 	case statemachine.Backoff:
 		return end(controller.Result{RequeueAfter: until(now, dec.Until.Sub(now), dec.Deadline), Trigger: triggerRetry}, nil)
 	case statemachine.Hold:
@@ -1070,7 +1074,7 @@ func (d *phaseDriver[Spec, Status, S, P]) then(ctx context.Context, log *zap.Log
 		case statemachine.Progressed:
 			return end(controller.Result{RequeueAfter: d.progress}, nil)
 		case statemachine.Pending:
-			return end(controller.Result{RequeueAfter: until(now, d.waits.next(obj.Key, waitPoint(dec.Operation.ID, dec.Step, dec.Operation.Attempts), now, d.wait), dec.Deadline), Trigger: triggerTimer}, nil)
+			return end(controller.Result{RequeueAfter: until(now, d.waits.Next(obj.Key, waits.Point(dec.Operation.ID, dec.Step, dec.Operation.Attempts), now, d.wait), dec.Deadline), Trigger: triggerTimer}, nil)
 		}
 		err := fmt.Errorf("%s %q: step %s of operation %s (%v), attempt %d: %w", d.c.Kind(), obj.Key, dec.Step,
 			dec.Operation.ID, dec.Operation.Phase, next.Operation.Attempts, cmp.Or(r.Err, errors.New(r.Outcome.String())))
@@ -1213,7 +1217,7 @@ func (d *phaseDriver[Spec, Status, S, P]) writeEncoded(ctx context.Context, obj 
 		return nil, nil, err
 	}
 	var stored store.Document
-	if err := d.write(obj.Key, func() (int64, error) {
+	if err := d.echoes.Write(obj.Key, func() (int64, error) {
 		stored, err = d.c.Backend().UpdateStatus(ctx, doc)
 		return stored.Meta.Revision, err
 	}); err != nil {
@@ -1277,8 +1281,10 @@ func (d *phaseDriver[Spec, Status, S, P]) run(ctx context.Context, obj *store.Ob
 		defer func() { spans.EndStep(span, out, err) }()
 	}
 	if d.history != nil {
-		start := d.stepStarted(ctx, obj, dec)
-		defer func() { d.stepEnded(ctx, obj, dec, start, out, class.Name, err) }()
+		start := journal.StepStarted(ctx, d.history, &obj.Meta, dec)
+		defer func() {
+			journal.StepEnded(ctx, d.history, &obj.Meta, d.scrubber(obj), dec, start, out, class.Name, err)
+		}()
 	}
 	out, err = d.call(ctx, obj, dec)
 	out, class = d.classify(dec.Step, out, err)
@@ -1350,7 +1356,7 @@ func (d *phaseDriver[Spec, Status, S, P]) callObserver(ctx context.Context, obj 
 // it, if it is not Terminating yet, then removes the driver's finalizer.
 func (d *phaseDriver[Spec, Status, S, P]) remove(ctx context.Context, obj *store.Object[Spec, Status]) (*store.Object[Spec, Status], turn, controller.Result, error) {
 	key := obj.Key
-	fo := &finObject[Spec, Status]{c: d.c, obj: obj, echoes: &d.echoes}
+	fo := guarded.New(d.c, obj, &d.echoes)
 	if !obj.Terminating() {
 		err := d.c.Delete(ctx, key, store.DeleteOptions{UID: obj.UID, Revision: obj.Revision})
 		if errors.Is(err, store.ErrConflict) {
@@ -1364,7 +1370,7 @@ func (d *phaseDriver[Spec, Status, S, P]) remove(ctx context.Context, obj *store
 			return nil, turnEnd, controller.Result{}, err
 		}
 		if err != nil {
-			d.removal(obj.UID)
+			d.echoes.Removal(obj.UID)
 			d.gone(key)
 			return nil, turnEnd, controller.Result{}, nil
 		}
@@ -1372,54 +1378,9 @@ func (d *phaseDriver[Spec, Status, S, P]) remove(ctx context.Context, obj *store
 	if err := finalizer.Remove(ctx, fo, d.finalizer); err != nil {
 		return nil, turnEnd, controller.Result{}, err
 	}
-	d.removal(obj.UID)
+	d.echoes.Removal(obj.UID)
 	d.gone(key)
 	return nil, turnEnd, controller.Result{}, nil
-}
-
-// finObject is a finalizer.Guarded over a typed document.
-type finObject[Spec, Status any] struct {
-	c      *store.Collection[Spec, Status]
-	obj    *store.Object[Spec, Status]
-	echoes *echoes // records the writes; may be nil
-}
-
-func (f *finObject[Spec, Status]) Terminating() bool    { return f.obj.Terminating() }
-func (f *finObject[Spec, Status]) Finalizers() []string { return f.obj.Finalizers }
-
-func (f *finObject[Spec, Status]) SetFinalizers(ctx context.Context, finalizers []string) error {
-	next := *f.obj
-	next.Finalizers = slices.Clone(finalizers)
-	var written *store.Object[Spec, Status]
-	update := func() (rev int64, err error) {
-		if written, err = f.c.UpdateSpec(ctx, &next); err == nil {
-			rev = written.Revision
-		}
-		return rev, err
-	}
-	var err error
-	if f.echoes != nil {
-		err = f.echoes.write(next.Key, update)
-	} else {
-		_, err = update()
-	}
-	if err != nil {
-		return err
-	}
-	f.obj = written
-	return nil
-}
-
-func (f *finObject[Spec, Status]) Refresh(ctx context.Context) error {
-	obj, err := f.c.Get(ctx, f.obj.Key)
-	if err != nil {
-		return err
-	}
-	if obj.UID != f.obj.UID {
-		return &store.Error{Op: "get", Kind: f.c.Kind(), Key: f.obj.Key, Err: store.ErrNotFound}
-	}
-	f.obj = obj
-	return nil
 }
 
 // withoutTerminal returns the error a [controller.Terminal] error in err's

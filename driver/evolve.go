@@ -132,7 +132,7 @@ func (d *phaseDriver[Spec, Status, S, P]) migrate(ctx context.Context, log *zap.
 	what := carriedChanges(read, carried)
 	log.Info("status carried onto the machine", zap.String("key", obj.Key), zap.Int("version", d.m.Version()), zap.String("carried", what))
 	if d.history != nil {
-		d.history.record(ctx, &obj.Meta, d.scrubber(obj), history.Entry{Time: time.Now(), Type: history.Migrated,
+		d.history.Record(ctx, &obj.Meta, d.scrubber(obj), history.Entry{Time: time.Now(), Type: history.Migrated,
 			Intent: fmt.Sprint(carried.Target), Phase: fmt.Sprint(read.Phase), To: fmt.Sprint(carried.Phase),
 			Name: "v" + fmt.Sprint(d.m.Version()), Reason: what})
 	}

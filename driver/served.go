@@ -45,7 +45,7 @@ func (d *phaseDriver[Spec, Status, S, P]) served(ctx context.Context, log *zap.L
 		d.metrics.Request(rq.Name, e.Outcome)
 		log.Info("request "+e.Outcome, zap.String("key", obj.Key), zap.String("request", rq.Name), zap.Strings("tokens", tokens))
 		if d.history != nil {
-			d.history.record(ctx, &obj.Meta, d.scrubber(obj), e)
+			d.history.Record(ctx, &obj.Meta, d.scrubber(obj), e)
 		}
 	}
 }

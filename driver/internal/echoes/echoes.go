@@ -1,4 +1,4 @@
-package driver
+package echoes
 
 import (
 	"sync"
@@ -6,9 +6,9 @@ import (
 	"github.com/tendhq/tend/expectations"
 )
 
-// echoes recognises the watch events of a driver's own writes, so that they
-// do not queue the document again: the driver already decided what comes
-// next, and asked for it.
+// Tracker recognises the watch events of a driver's own writes, so that
+// they do not queue the document again: the driver already decided what
+// comes next, and asked for it.
 //
 // It goes by revision. A conditional write leaves no room for another
 // writer between the revision it read and the one it made, so an event at
@@ -17,21 +17,27 @@ import (
 // driver's writes to the key is in flight cannot be told apart yet: it is
 // held, and queued once the write returns if it turns out newer than it.
 //
-// When the driver reads from a cache, gate records each write's revision, so
+// When the driver reads from a cache, Gate records each write's revision, so
 // that the next read waits until the cache shows it.
-type echoes struct {
+//
+// The zero Tracker is ready to use, and safe for concurrent use.
+type Tracker struct {
 	mu   sync.Mutex // guards keys and the removed documents
 	keys map[string]*echo
 	// removed holds the uids of the documents the driver removed, the
-	// last removedUIDs of them; removedRing lists them, the oldest at
+	// last RemovedUIDs of them; removedRing lists them, the oldest at
 	// removedNext once full.
 	removed     map[string]struct{}
 	removedRing []string
 	removedNext int
-	gate        *expectations.Gate[string] // nil when the driver reads the store
+
+	// Gate is the read-your-writes gate each write's revision is
+	// recorded in; nil when the driver reads the store. Set it before
+	// the Tracker is used.
+	Gate *expectations.Gate[string]
 }
 
-// echo is what echoes knows of one key.
+// echo is what a Tracker knows of one key.
 type echo struct {
 	own     int64  // the newest revision the driver wrote
 	writing int    // the driver's writes in flight
@@ -39,9 +45,9 @@ type echo struct {
 	requeue func() // queues the key, for a held event newer than the write
 }
 
-// write runs do, a write to the document under key that returns the
+// Write runs do, a write to the document under key that returns the
 // revision it made, and records it.
-func (e *echoes) write(key string, do func() (int64, error)) error {
+func (e *Tracker) Write(key string, do func() (int64, error)) error {
 	e.mu.Lock()
 	if e.keys == nil {
 		e.keys = map[string]*echo{}
@@ -60,8 +66,8 @@ func (e *echoes) write(key string, do func() (int64, error)) error {
 	k.writing--
 	if err == nil {
 		k.own = max(k.own, revision)
-		if e.gate != nil {
-			e.gate.Wrote(key, revision)
+		if e.Gate != nil {
+			e.Gate.Wrote(key, revision)
 		}
 	}
 	var requeue func()
@@ -78,10 +84,10 @@ func (e *echoes) write(key string, do func() (int64, error)) error {
 	return err
 }
 
-// known reports whether the change of the document under key at revision
+// Known reports whether the change of the document under key at revision
 // is one the driver knows of: its own write. An event during a write is
 // held (known for now); requeue queues the key if it turns out not to be.
-func (e *echoes) known(key string, revision int64, requeue func()) bool {
+func (e *Tracker) Known(key string, revision int64, requeue func()) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	k := e.keys[key]
@@ -97,48 +103,48 @@ func (e *echoes) known(key string, revision int64, requeue func()) bool {
 	return false
 }
 
-// forget drops what is known of the document under key, once it is gone.
-func (e *echoes) forget(key string) {
+// Forget drops what is known of the document under key, once it is gone.
+func (e *Tracker) Forget(key string) {
 	e.mu.Lock()
 	delete(e.keys, key)
 	e.mu.Unlock()
-	if e.gate != nil {
-		e.gate.Forget(key)
+	if e.Gate != nil {
+		e.Gate.Forget(key)
 	}
 }
 
-// removedUIDs is how many removed documents echoes remembers.
-const removedUIDs = 1024
+// RemovedUIDs is how many removed documents a Tracker remembers.
+const RemovedUIDs = 1024
 
-// removal records that the driver removed the document of uid: the events
+// Removal records that the driver removed the document of uid: the events
 // of its last writes and of its removal may arrive after the driver forgot
 // its key, and are echoes all the same. A new document under the key has
-// another uid. It remembers the last removedUIDs documents.
-func (e *echoes) removal(uid string) {
+// another uid. It remembers the last RemovedUIDs documents.
+func (e *Tracker) Removal(uid string) {
 	if uid == "" {
 		return
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.removed == nil {
-		e.removed = make(map[string]struct{}, removedUIDs)
-		e.removedRing = make([]string, 0, removedUIDs)
+		e.removed = make(map[string]struct{}, RemovedUIDs)
+		e.removedRing = make([]string, 0, RemovedUIDs)
 	}
 	if _, ok := e.removed[uid]; ok {
 		return
 	}
-	if len(e.removedRing) < removedUIDs {
+	if len(e.removedRing) < RemovedUIDs {
 		e.removedRing = append(e.removedRing, uid)
 	} else {
 		delete(e.removed, e.removedRing[e.removedNext])
 		e.removedRing[e.removedNext] = uid
-		e.removedNext = (e.removedNext + 1) % removedUIDs
+		e.removedNext = (e.removedNext + 1) % RemovedUIDs
 	}
 	e.removed[uid] = struct{}{}
 }
 
-// wasRemoved reports whether the driver removed the document of uid.
-func (e *echoes) wasRemoved(uid string) bool {
+// WasRemoved reports whether the driver removed the document of uid.
+func (e *Tracker) WasRemoved(uid string) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	_, ok := e.removed[uid]
