@@ -108,26 +108,37 @@ func (c *Console) checkToken(r *http.Request) bool {
 	return got != "" && hmac.Equal([]byte(got), []byte(c.token(ck.Value)))
 }
 
+// postedForm reads the form of an action posted to r, at most limit
+// bytes, and reports whether the action may go on: the console is not
+// read-only, the request comes from the console's own site and carries
+// its session's token. Otherwise it answers and returns false.
+func (c *Console) postedForm(w http.ResponseWriter, r *http.Request, limit int64) bool {
+	if c.authorize == nil {
+		http.Error(w, ErrReadOnly.Error(), http.StatusForbidden)
+		return false
+	}
+	if err := c.origin.Check(r); err != nil {
+		http.Error(w, "console: "+err.Error(), http.StatusForbidden)
+		return false
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, limit)
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, "console: reading the form: "+err.Error(), http.StatusBadRequest)
+		return false
+	}
+	if !c.checkToken(r) {
+		http.Error(w, ErrBadToken.Error(), http.StatusForbidden)
+		return false
+	}
+	return true
+}
+
 // maxForm bounds the body of an action's form.
 const maxForm = 64 << 10
 
 func (c *Console) serveAction(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	if c.authorize == nil {
-		http.Error(w, ErrReadOnly.Error(), http.StatusForbidden)
-		return
-	}
-	if err := c.origin.Check(r); err != nil {
-		http.Error(w, "console: "+err.Error(), http.StatusForbidden)
-		return
-	}
-	r.Body = http.MaxBytesReader(w, r.Body, maxForm)
-	if err := r.ParseForm(); err != nil {
-		http.Error(w, "console: reading the form: "+err.Error(), http.StatusBadRequest)
-		return
-	}
-	if !c.checkToken(r) {
-		http.Error(w, ErrBadToken.Error(), http.StatusForbidden)
+	if !c.postedForm(w, r, maxForm) {
 		return
 	}
 	a := Action{

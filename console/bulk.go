@@ -157,21 +157,7 @@ func matching(sel oncall.Selection) string {
 // serveBulk runs a bulk action on the documents of its preview that its
 // selection still selects, and shows each one's outcome.
 func (c *Console) serveBulk(w http.ResponseWriter, r *http.Request) {
-	if c.authorize == nil {
-		http.Error(w, ErrReadOnly.Error(), http.StatusForbidden)
-		return
-	}
-	if err := c.origin.Check(r); err != nil {
-		http.Error(w, "console: "+err.Error(), http.StatusForbidden)
-		return
-	}
-	r.Body = http.MaxBytesReader(w, r.Body, maxBulkForm)
-	if err := r.ParseForm(); err != nil {
-		http.Error(w, "console: reading the form: "+err.Error(), http.StatusBadRequest)
-		return
-	}
-	if !c.checkToken(r) {
-		http.Error(w, ErrBadToken.Error(), http.StatusForbidden)
+	if !c.postedForm(w, r, maxBulkForm) {
 		return
 	}
 	kind := r.PathValue("kind")
