@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/tendhq/tend/driver"
 	sm "github.com/tendhq/tend/statemachine"
@@ -55,21 +54,34 @@ func accountingRun(t *testing.T) *run[onSpec, onStatus, string, string] {
 	return r
 }
 
-// A failed step call may be retried at once by the replica that takes the
-// document's lease or shard over: the one whose call failed stored nothing
-// (it was cut off, or its call was cancelled by the hand-over), and the new
-// owner knows only what is stored. Without a hand-over the same retry
-// breaks the backoff.
+// A failed step call may be retried at once by whoever takes the document
+// over: when a lease passes to a new holder (or back to its holder), or the
+// call is cancelled by its replica losing the document, the failure may be
+// stored nowhere, and the document's owner knows only what is stored.
+// Without such a disruption the same retry breaks the backoff.
 func TestStreakHandOver(t *testing.T) {
+	type ends func(context.Context) (sm.Outcome, error)
+	failed := func(context.Context) (sm.Outcome, error) { return sm.Failed, errInjected }
 	tests := []struct {
 		name          string
-		during, after int64  // the shard lease's fence granted during the failed call, then before the retry (0: none)
+		during, after int64 // the shard lease's fence granted during the failed call, then before the retry (0: none)
+		end           func(ctx context.Context, cancel context.CancelFunc) ends
 		want          string // the problem found ("": none)
 	}{
 		{name: "no hand-over", want: "its backoff allows 1"},
 		{name: "the owner keeps its lease", during: 1, after: 1, want: "its backoff allows 1"},
 		{name: "hand-over after the call", after: 2},
 		{name: "hand-over during the call", during: 2},
+		{name: "the call is cancelled by its replica", end: func(_ context.Context, cancel context.CancelFunc) ends {
+			return func(ctx context.Context) (sm.Outcome, error) { cancel(); return sm.Failed, ctx.Err() }
+		}},
+		{name: "the call times out", end: func(ctx context.Context, _ context.CancelFunc) ends {
+			return func(context.Context) (sm.Outcome, error) {
+				ctx, cancel := context.WithTimeout(ctx, 0)
+				defer cancel()
+				return sm.Failed, ctx.Err()
+			}
+		}, want: "its backoff allows 1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -78,16 +90,24 @@ func TestStreakHandOver(t *testing.T) {
 			obj.Key = key
 			acquire := func(fence int64) {
 				if fence != 0 {
-					r.leaseAcquired(store.Lease{Name: "shard-1", Holder: "replica-1", Fence: fence})
+					r.leaseAcquired(store.Lease{Name: "shard/1", Holder: "replica-1", Fence: fence})
 				}
 			}
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			end := failed
+			if tt.end != nil {
+				end = tt.end(ctx, cancel)
+			}
 			acquire(1)
-			_, _, d := r.enter(&replica{id: 0}, "make", obj, "op", time.Now())
-			acquire(tt.during)
-			r.exit(&replica{id: 0}, obj, "make", "op", d, sm.Failed, errInjected)
+			_, _ = r.step(&replica{id: 0}, "make", func(ctx context.Context, _ *store.Object[onSpec, onStatus], _ string) (sm.Outcome, error) {
+				acquire(tt.during)
+				return end(ctx)
+			})(ctx, obj, "op")
 			acquire(tt.after)
-			_, _, d = r.enter(&replica{id: 1}, "make", obj, "op", time.Now())
-			r.exit(&replica{id: 1}, obj, "make", "op", d, sm.Done, nil)
+			_, _ = r.step(&replica{id: 1}, "make", func(context.Context, *store.Object[onSpec, onStatus], string) (sm.Outcome, error) {
+				return sm.Done, nil
+			})(t.Context(), obj, "op")
 			got := strings.Join(r.failed(), "; ")
 			if tt.want == "" && got != "" || !strings.Contains(got, tt.want) {
 				t.Fatalf("problems %q, want %q", got, tt.want)

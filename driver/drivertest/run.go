@@ -364,7 +364,12 @@ func (r *run[Spec, Status, S, P]) step(rep *replica, name string, step driver.St
 			return statemachine.Failed, ctx.Err()
 		}
 		f, touch, disruptions := r.enter(rep, name, obj, opID, time.Now())
-		defer func() { r.exit(rep, obj, name, opID, disruptions, out, err) }()
+		defer func() {
+			if errors.Is(ctx.Err(), context.Canceled) {
+				r.interrupted()
+			}
+			r.exit(rep, obj, name, opID, disruptions, out, err)
+		}()
 		if touch {
 			r.touchLabels()
 		}
@@ -505,6 +510,16 @@ func (r *run[Spec, Status, S, P]) enter(rep *replica, name string, obj *store.Ob
 		r.logf("  labels written by someone else during the call")
 	}
 	return f, touch, r.disruptions
+}
+
+// interrupted counts a step call cancelled by its replica as a disruption:
+// the replica lost the document's shard or lease, or stopped, so its
+// reconcile stores nothing of the call, and whoever takes the document
+// next, the same replica included, calls the step again at once.
+func (r *run[Spec, Status, S, P]) interrupted() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.disruptions++
 }
 
 // exit records how a step call ended; disruptions are the run's when it
