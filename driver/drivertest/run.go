@@ -69,7 +69,8 @@ type run[Spec driver.HasIntent[S], Status any, S, P comparable] struct {
 	replicas    []*replica
 	inFlight    map[string]int // replica in a step call, by document key
 	streak      *streak
-	disruptions int                        // crashes, partitions and their end: each may lose a failure's record
+	disruptions int                        // crashes, partitions, their end, lease hand-overs: each may lose a failure's record
+	fences      map[string]int64           // the last fence granted, by lease name
 	instant     time.Time                  // the virtual instant of the last reconcile
 	reconciles  int                        // the reconciles at instant
 	servedBy    map[string]map[string]bool // request token → ids of the operations that carried it
@@ -104,14 +105,14 @@ type streak struct {
 	terminating bool
 	start       time.Time // when the first call ended: the backoff counts from its failure
 	calls       int
-	disruptions int // the run's disruptions when the streak began
+	disruptions int // the run's disruptions when its first call began
 }
 
 // newRun makes the store, the world and the user's view of a run.
 func newRun[Spec driver.HasIntent[S], Status any, S, P comparable](ctx context.Context, cfg Config[Spec, Status, S, P], rnd *rand.Rand, logf func(string, ...any)) (*run[Spec, Status, S, P], error) {
 	r := &run[Spec, Status, S, P]{cfg: cfg, ctx: ctx, logf: logf,
 		edges: map[statemachine.Edge[P]]bool{}, moot: map[string]bool{}, flips: map[string]int{}, broken: map[string]bool{},
-		partitioned: map[int]bool{}, inFlight: map[string]int{}, servedBy: map[string]map[string]bool{}, ops: map[string]*opRecord{}, checked: map[string]bool{}, seen: newCoverage(), observed: map[string]string{}}
+		partitioned: map[int]bool{}, fences: map[string]int64{}, inFlight: map[string]int{}, servedBy: map[string]map[string]bool{}, ops: map[string]*opRecord{}, checked: map[string]bool{}, seen: newCoverage(), observed: map[string]string{}}
 	var err error
 	if r.mem, err = memory.New(memory.Config{Kinds: cfg.Kinds}); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
@@ -196,7 +197,7 @@ func status[Spec any, Status any, S, P comparable](obj *store.Object[Spec, Statu
 // and manager over its own view of the store.
 func (r *run[Spec, Status, S, P]) start(id int) error {
 	rep := &replica{id: id, done: make(chan struct{})}
-	v := &view{Backend: r.mem, wrote: r.statusWritten, cut: func() error {
+	v := &view{Backend: r.mem, wrote: r.statusWritten, acquired: r.leaseAcquired, cut: func() error {
 		switch {
 		case rep.dead.Load():
 			return errCrashed
@@ -362,8 +363,13 @@ func (r *run[Spec, Status, S, P]) step(rep *replica, name string, step driver.St
 		if r.park(ctx) || !r.await(ctx) {
 			return statemachine.Failed, ctx.Err()
 		}
-		f, touch := r.enter(rep, name, obj, opID, time.Now())
-		defer func() { r.exit(rep, obj, name, opID, out, err) }()
+		f, touch, disruptions := r.enter(rep, name, obj, opID, time.Now())
+		defer func() {
+			if errors.Is(ctx.Err(), context.Canceled) {
+				r.interrupted()
+			}
+			r.exit(rep, obj, name, opID, disruptions, out, err)
+		}()
 		if touch {
 			r.touchLabels()
 		}
@@ -436,9 +442,9 @@ func (r *run[Spec, Status, S, P]) open() {
 }
 
 // enter checks a step call as it starts and returns the fault it is to
-// suffer (kind doIntent: none), and whether someone else writes the
-// document's labels during it.
-func (r *run[Spec, Status, S, P]) enter(rep *replica, name string, obj *store.Object[Spec, Status], opID string, now time.Time) (action[S], bool) {
+// suffer (kind doIntent: none), whether someone else writes the document's
+// labels during it, and the run's disruptions so far.
+func (r *run[Spec, Status, S, P]) enter(rep *replica, name string, obj *store.Object[Spec, Status], opID string, now time.Time) (action[S], bool, int) {
 	stored, storedErr := r.coll.Get(r.ctx, obj.Key)
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -503,11 +509,22 @@ func (r *run[Spec, Status, S, P]) enter(rep *replica, name string, obj *store.Ob
 	if touch {
 		r.logf("  labels written by someone else during the call")
 	}
-	return f, touch
+	return f, touch, r.disruptions
 }
 
-// exit records how a step call ended.
-func (r *run[Spec, Status, S, P]) exit(rep *replica, obj *store.Object[Spec, Status], name, opID string, out statemachine.Outcome, err error) {
+// interrupted counts a step call cancelled by its replica as a disruption:
+// the replica lost the document's shard or lease, or stopped, so its
+// reconcile stores nothing of the call, and whoever takes the document
+// next, the same replica included, calls the step again at once.
+func (r *run[Spec, Status, S, P]) interrupted() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.disruptions++
+}
+
+// exit records how a step call ended; disruptions are the run's when it
+// began: one during the call may lose the record of its failure.
+func (r *run[Spec, Status, S, P]) exit(rep *replica, obj *store.Object[Spec, Status], name, opID string, disruptions int, out statemachine.Outcome, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.inFlight[obj.Key] = 0
@@ -525,7 +542,7 @@ func (r *run[Spec, Status, S, P]) exit(rep *replica, obj *store.Object[Spec, Sta
 		r.streak = nil
 	case s == nil || s.op != opID || s.step != name || s.generation != obj.Generation || s.terminating != obj.Terminating():
 		r.streak = &streak{op: opID, step: name, generation: obj.Generation, terminating: obj.Terminating(),
-			start: time.Now(), calls: 1, disruptions: r.disruptions}
+			start: time.Now(), calls: 1, disruptions: disruptions}
 	}
 }
 
@@ -622,6 +639,21 @@ func (r *run[Spec, Status, S, P]) watch(ctx context.Context) {
 	}
 }
 
+// leaseAcquired counts a lease granted afresh (a new fence: it passed to a
+// new holder, or its holder took it again after losing it) as a
+// disruption: the document's leader or shard owner may change with it, and
+// a new owner knows of a failure only what the old one stored (a call cut
+// off or cancelled by the hand-over stored nothing), so it may retry at
+// once.
+func (r *run[Spec, Status, S, P]) leaseAcquired(l store.Lease) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if last, ok := r.fences[l.Name]; ok && l.Fence != last {
+		r.disruptions++
+	}
+	r.fences[l.Name] = l.Fence
+}
+
 // statusWritten adds a line for a status write a replica stored that
 // moved the phase: written by the replica, in its order of events, so a
 // run's report replays line for line.
@@ -687,8 +719,9 @@ func (r *run[Spec, Status, S, P]) requests(ms *statemachine.Status[S, P]) {
 // dead or cut off.
 type view struct {
 	store.Backend
-	cut   func() error
-	wrote func(before, after store.Document) // after each status write stored
+	cut      func() error
+	wrote    func(before, after store.Document) // after each status write stored
+	acquired func(store.Lease)                  // after each lease acquired
 }
 
 func (v *view) Get(ctx context.Context, kind, key string) (store.Document, error) {
@@ -745,7 +778,11 @@ func (v *view) AcquireLease(ctx context.Context, name, holder string, ttl time.D
 	if err := v.cut(); err != nil {
 		return store.Lease{}, err
 	}
-	return v.Backend.AcquireLease(ctx, name, holder, ttl)
+	l, err := v.Backend.AcquireLease(ctx, name, holder, ttl)
+	if err == nil {
+		v.acquired(l)
+	}
+	return l, err
 }
 
 func (v *view) RenewLease(ctx context.Context, l store.Lease) (store.Lease, error) {

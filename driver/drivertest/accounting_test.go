@@ -1,0 +1,117 @@
+package drivertest
+
+import (
+	"context"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/tendhq/tend/driver"
+	sm "github.com/tendhq/tend/statemachine"
+	"github.com/tendhq/tend/store"
+)
+
+type onSpec struct{ On bool }
+
+func (onSpec) Intent() string { return "on" }
+
+type onStatus struct{ sm.Status[string, string] }
+
+// accountingRun returns a run of a one-step machine, with no replica
+// running: the test makes its step calls by hand.
+func accountingRun(t *testing.T) *run[onSpec, onStatus, string, string] {
+	t.Helper()
+	m, err := sm.New(sm.Definition[string, string]{
+		Name:    "On",
+		States:  []string{"on"},
+		Initial: "Making",
+		Phases: []sm.PhaseSpec[string]{
+			{Phase: "Making", Type: sm.Transitional, Then: "Made", Steps: []string{"make"},
+				Completion: []sm.Require{sm.Is("made")}, Unbounded: true},
+			{Phase: "Made"},
+		},
+		Settled: []sm.Settle[string, string]{{State: "on", Phase: "Made"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	step := func(context.Context, *store.Object[onSpec, onStatus], string) (sm.Outcome, error) {
+		return sm.Done, nil
+	}
+	made := func(context.Context, *store.Object[onSpec, onStatus]) (bool, string, error) { return true, "", nil }
+	cfg := Config[onSpec, onStatus, string, string]{Machine: m, Kind: "On", Kinds: []string{"On"},
+		Fixture: func(Env) (Fixture[onSpec, onStatus], error) {
+			return Fixture[onSpec, onStatus]{Driver: driver.Config[onSpec, onStatus]{
+				Steps:     map[string]driver.StepFunc[onSpec, onStatus]{"make": step},
+				Observers: map[string]driver.ObserverFunc[onSpec, onStatus]{"made": made}}}, nil
+		},
+		SetIntent: func(*onSpec, string) {},
+	}
+	r, err := newRun(t.Context(), cfg, rand.New(rand.NewPCG(1, 2)), t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// A failed step call may be retried at once by whoever takes the document
+// over: when a lease passes to a new holder (or back to its holder), or the
+// call is cancelled by its replica losing the document, the failure may be
+// stored nowhere, and the document's owner knows only what is stored.
+// Without such a disruption the same retry breaks the backoff.
+func TestStreakHandOver(t *testing.T) {
+	type ends func(context.Context) (sm.Outcome, error)
+	failed := func(context.Context) (sm.Outcome, error) { return sm.Failed, errInjected }
+	tests := []struct {
+		name          string
+		during, after int64 // the shard lease's fence granted during the failed call, then before the retry (0: none)
+		end           func(ctx context.Context, cancel context.CancelFunc) ends
+		want          string // the problem found ("": none)
+	}{
+		{name: "no hand-over", want: "its backoff allows 1"},
+		{name: "the owner keeps its lease", during: 1, after: 1, want: "its backoff allows 1"},
+		{name: "hand-over after the call", after: 2},
+		{name: "hand-over during the call", during: 2},
+		{name: "the call is cancelled by its replica", end: func(_ context.Context, cancel context.CancelFunc) ends {
+			return func(ctx context.Context) (sm.Outcome, error) { cancel(); return sm.Failed, ctx.Err() }
+		}},
+		{name: "the call times out", end: func(ctx context.Context, _ context.CancelFunc) ends {
+			return func(context.Context) (sm.Outcome, error) {
+				ctx, cancel := context.WithTimeout(ctx, 0)
+				defer cancel()
+				return sm.Failed, ctx.Err()
+			}
+		}, want: "its backoff allows 1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := accountingRun(t)
+			obj := &store.Object[onSpec, onStatus]{}
+			obj.Key = key
+			acquire := func(fence int64) {
+				if fence != 0 {
+					r.leaseAcquired(store.Lease{Name: "shard/1", Holder: "replica-1", Fence: fence})
+				}
+			}
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			end := failed
+			if tt.end != nil {
+				end = tt.end(ctx, cancel)
+			}
+			acquire(1)
+			_, _ = r.step(&replica{id: 0}, "make", func(ctx context.Context, _ *store.Object[onSpec, onStatus], _ string) (sm.Outcome, error) {
+				acquire(tt.during)
+				return end(ctx)
+			})(ctx, obj, "op")
+			acquire(tt.after)
+			_, _ = r.step(&replica{id: 1}, "make", func(context.Context, *store.Object[onSpec, onStatus], string) (sm.Outcome, error) {
+				return sm.Done, nil
+			})(t.Context(), obj, "op")
+			got := strings.Join(r.failed(), "; ")
+			if tt.want == "" && got != "" || !strings.Contains(got, tt.want) {
+				t.Fatalf("problems %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
