@@ -3,6 +3,7 @@ package wait_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -36,12 +37,18 @@ func TestDocument(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		var mu sync.Mutex // guards doc, written by the writers below
 		write := func(after time.Duration, spec string) {
 			time.Sleep(after)
+			mu.Lock()
+			defer mu.Unlock()
 			doc.Spec = []byte(spec)
-			if doc, err = mem.UpdateSpec(context.Background(), doc); err != nil {
+			updated, err := mem.UpdateSpec(context.Background(), doc)
+			if err != nil {
 				t.Error(err)
+				return
 			}
+			doc = updated
 		}
 		go func() {
 			write(time.Second, `{"n":1}`)
