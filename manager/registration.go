@@ -55,7 +55,10 @@ func (m *Manager) present(ctx context.Context, reg registrant, g *kindGate) {
 		}
 	}
 	recorded := false
-	var lease *store.Lease
+	var (
+		lease *store.Lease
+		seen  int64 // the revision of the registry entry last decoded
+	)
 	for first := true; ; first = false {
 		switch {
 		case !recorded:
@@ -84,7 +87,7 @@ func (m *Manager) present(ctx context.Context, reg registrant, g *kindGate) {
 				}
 			}
 		case !first:
-			if newer, err := registry.Get(ctx, b, r.Kind); err == nil && newer.Digest != r.Digest && newer.Machine.Version >= r.Machine.Version {
+			if newer, ok := m.newerEntry(ctx, b, r, &seen); ok {
 				err := superseded(newer, r)
 				log.Warn("standing down: a newer machine is registered", zap.Error(err))
 				g.standDown(err)
@@ -108,6 +111,20 @@ func (m *Manager) present(ctx context.Context, reg registrant, g *kindGate) {
 			log.Warn("releasing the presence lease", zap.String("lease", name), zap.Error(err))
 		}
 	}
+}
+
+// newerEntry reads the registry entry of r's kind and reports whether it
+// records a newer machine than r's: another digest, of a version at least
+// r's. It decodes the entry only when its revision moved past *seen (a
+// replica looks once a renew period, for as long as it runs).
+func (m *Manager) newerEntry(ctx context.Context, b store.Backend, r registry.Entry, seen *int64) (registry.Entry, bool) {
+	d, err := b.Get(ctx, registry.Kind, r.Kind)
+	if err != nil || d.Meta.Revision == *seen {
+		return registry.Entry{}, false
+	}
+	*seen = d.Meta.Revision
+	newer, err := registry.Decode(d)
+	return newer, err == nil && newer.Digest != r.Digest && newer.Machine.Version >= r.Machine.Version
 }
 
 // keepPresence takes the presence lease called name, or renews l, and
