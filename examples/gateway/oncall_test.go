@@ -29,9 +29,13 @@ func TestListenOncall(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	var v oncall.View
+	// Served: the document is there and its kind's machine is recorded
+	// (actions apply only where a machine drives).
 	for {
 		if v, err = api.Get(ctx, "ApiGateway", "gw-01"); err == nil {
-			break
+			if _, err = api.Registration(ctx, "ApiGateway"); err == nil {
+				break
+			}
 		}
 		if ctx.Err() != nil {
 			t.Fatalf("gw-01 was never served: %v", err)
