@@ -4,7 +4,7 @@
 // prints the share of runs whose failure names the defect. It is not part
 // of go test ./...; run it from the repository's root:
 //
-//	go run ./driver/drivertest/internal/detect -seeds 100
+//	go run ./driver/drivertest/internal/detect -runs 100
 //
 // The seeds are drawn at random unless -from is given; they are printed,
 // so a measurement can be repeated.
@@ -22,7 +22,7 @@ import (
 )
 
 func main() {
-	seeds := flag.Int("seeds", 100, "runs per defect, each from its own seed")
+	runs := flag.Int("runs", 100, "runs per defect, each from its own seed")
 	from := flag.Int("from", 0, "the first seed (0: a random one)")
 	testing.Init()
 	flag.Parse()
@@ -30,11 +30,11 @@ func main() {
 	if first == 0 {
 		first = 1 + rand.IntN(1<<30)
 	}
-	fmt.Printf("seeds %d to %d, one random run each\n", first, first+*seeds-1)
+	fmt.Printf("seeds %d to %d, one random run each\n", first, first+*runs-1)
 	measure := func(t *testing.T) {
 		for _, d := range catalogue.Defects {
 			found := 0
-			for seed := first; seed < first+*seeds; seed++ {
+			for seed := first; seed < first+*runs; seed++ {
 				f, err := drivertest.RunOne(t, catalogue.Config(d.Defect), seed)
 				switch {
 				case err != nil:
@@ -46,7 +46,7 @@ func main() {
 					t.Errorf("seed %d: %s: another problem: %s", seed, d.Name, f.Problems[0])
 				}
 			}
-			fmt.Printf("%-40s found by %3d of %d runs (%.0f%%)\n", d.Name, found, *seeds, 100*float64(found)/float64(*seeds))
+			fmt.Printf("%-40s found by %3d of %d runs (%.0f%%)\n", d.Name, found, *runs, 100*float64(found)/float64(*runs))
 		}
 	}
 	// RunOne runs in a testing/synctest bubble of a *testing.T. Main
