@@ -41,7 +41,11 @@
 // [store.ErrConflict], [store.ErrNotFound], [store.ErrFenced]) exactly as if
 // its write were alone; of two writes to one document, the later waits for
 // the next group. A write is acknowledged only once its transaction has
-// committed. Driver errors become store sentinels: a failed precondition is
+// committed. Reads ride along: a Get, or a watch's read of the change log,
+// that finds a group committing joins the next one, whose round trip and
+// transaction carry it before the writes (it sees only what has
+// committed); one that finds none runs at once, alone. A read therefore
+// waits, like a write, for the group before it to commit. Driver errors become store sentinels: a failed precondition is
 // [store.ErrConflict], a unique violation [store.ErrAlreadyExists];
 // deadlocks and serialization failures are retried, and so is a
 // transaction whose connection was lost before it committed (for a status
@@ -71,9 +75,10 @@
 //
 // Each change is a row of the changes table: the revision, the event type
 // and the document as the change left it. A watch pages through it, and
-// between pages waits on its own LISTEN connection for the notification a
-// trigger sends once per statement (naming the kind, or every kind), or for
-// Config.PollInterval, whichever comes first: a lost notification (or a
+// once it has read to the end of the log waits on its own LISTEN
+// connection for the notification a trigger sends once per statement
+// (naming the kind, or every kind), or for Config.PollInterval, whichever
+// comes first, before it reads again: a lost notification (or a
 // lost LISTEN connection) delays an event by at most that interval and
 // never loses it. A watch starts no goroutine. Writes discard changes older
 // than Config.History revisions, and [Store.Compact] discards them on

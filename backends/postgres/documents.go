@@ -26,7 +26,7 @@ func (s *Store) Get(ctx context.Context, kind, key string) (store.Document, erro
 	var d store.Document
 	var err error
 	for range maxAttempts {
-		d, err = scanDoc(s.pool.QueryRow(ctx, s.sql.get, kind, key))
+		d, err = s.getOnce(ctx, kind, key)
 		if !retryable(ctx, err) {
 			break
 		}
@@ -35,6 +35,30 @@ func (s *Store) Get(ctx context.Context, kind, key string) (store.Document, erro
 		return store.Document{}, &store.Error{Op: op, Kind: kind, Key: key, Err: store.ErrNotFound}
 	}
 	return d, s.translate(ctx, op, kind, key, err)
+}
+
+// getOnce reads the document once, riding on the status writes' next
+// group if one is committing (see batch.go).
+func (s *Store) getOnce(ctx context.Context, kind, key string) (store.Document, error) {
+	var d store.Document
+	var readErr error // pgx.ErrNoRows, or the row's decoding failed
+	err := s.ride(ctx, &rider{
+		queue: func(b *pgx.Batch) {
+			b.Queue(s.sql.get, kind, key).Query(func(rows pgx.Rows) error {
+				readErr = pgx.ErrNoRows
+				if rows.Next() {
+					d, readErr = scanDoc(rows)
+				}
+				rows.Close()
+				return rows.Err()
+			})
+		},
+		reset: func() { d, readErr = store.Document{}, nil },
+	})
+	if err != nil {
+		return store.Document{}, err
+	}
+	return d, readErr
 }
 
 // List returns the matching documents, ordered by key, read in one snapshot
@@ -299,11 +323,9 @@ func (s *Store) UpdateStatus(ctx context.Context, doc store.Document) (store.Doc
 		w.fence, w.fenced = f, true
 	}
 	if err := s.writeStatus(ctx, w); err != nil {
-		return store.Document{}, err
+		return store.Document{}, s.translate(ctx, op, m.Kind, m.Key, err)
 	}
 	switch {
-	case w.err != nil:
-		return store.Document{}, s.translate(ctx, op, m.Kind, m.Key, w.err)
 	case !w.held:
 		return store.Document{}, backend.Fenced(op, m.Kind, m.Key, w.fence)
 	case !w.found:

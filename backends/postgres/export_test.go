@@ -1,8 +1,8 @@
 package postgres
 
-// QueuedStatusWrites returns how many status writes wait for the group
+// Queued returns how many status writes and reads wait for the group
 // commit in progress.
-func QueuedStatusWrites(s *Store) int {
+func Queued(s *Store) int {
 	s.groups.mu.Lock()
 	defer s.groups.mu.Unlock()
 	return len(s.groups.queue)

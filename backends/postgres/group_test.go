@@ -28,6 +28,8 @@ func blockGroup(t *testing.T, s *postgres.Store, pool *pgxpool.Pool, schema stri
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A test failing before it releases the lock must not hang.
+	t.Cleanup(func() { blocker.Rollback(context.Background()) }) //nolint:errcheck // released already, usually
 	if _, err := blocker.Exec(ctx, "SELECT 1 FROM "+schema+".documents WHERE key = 'leader' FOR UPDATE"); err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +129,7 @@ func TestGroupResults(t *testing.T) {
 		}()
 		if w.want != store.ErrInvalid {
 			queued++
-			waitUntil(t, func() bool { return postgres.QueuedStatusWrites(s) == queued })
+			waitUntil(t, func() bool { return postgres.Queued(s) == queued })
 		}
 	}
 	release()
@@ -199,7 +201,7 @@ func TestGroupAckAfterCommit(t *testing.T) {
 			_, err := s.UpdateStatus(ctx, d)
 			errs <- err
 		}()
-		waitUntil(t, func() bool { return postgres.QueuedStatusWrites(s) == i+1 })
+		waitUntil(t, func() bool { return postgres.Queued(s) == i+1 })
 	}
 	release()
 	for range 2 {
@@ -374,9 +376,19 @@ func TestGroupKilledMidGroup(t *testing.T) {
 			_, err := s.UpdateStatus(ctx, d)
 			errs <- err
 		}()
-		waitUntil(t, func() bool { return postgres.QueuedStatusWrites(s) == i+1 })
+		waitUntil(t, func() bool { return postgres.Queued(s) == i+1 })
 	}
-	release() // the group of a, b and locked now waits for the blocker
+	// A read of a rides on the same group.
+	read := make(chan store.Document, 1)
+	go func() {
+		d, err := s.Get(ctx, "Widget", "a")
+		if err != nil {
+			t.Errorf("a read riding on a group killed on every attempt: %v (it reads again, alone)", err)
+		}
+		read <- d
+	}()
+	waitUntil(t, func() bool { return postgres.Queued(s) == len(docs)+1 })
+	release() // the group of a, b, locked and the read now waits for the blocker
 	killed := []int32{}
 	for range 3 { // every attempt
 		killWaiting(t, pool, schema, &killed)
@@ -385,6 +397,9 @@ func TestGroupKilledMidGroup(t *testing.T) {
 		if err := <-errs; !errors.Is(err, postgres.ErrUnavailable) || errors.Is(err, postgres.ErrCommitUnknown) {
 			t.Errorf("a write of a group killed on every attempt: got %v, want ErrUnavailable, outcome known", err)
 		}
+	}
+	if d := <-read; d.Status != nil {
+		t.Errorf("the read returned status %q, of a write that never committed", d.Status)
 	}
 	if err := blocker.Rollback(ctx); err != nil {
 		t.Fatal(err)
@@ -399,5 +414,76 @@ func TestGroupKilledMidGroup(t *testing.T) {
 		if _, err := s.UpdateStatus(ctx, d); !errors.Is(err, store.ErrConflict) {
 			t.Errorf("%s: second retry: got %v, want ErrConflict", d.Meta.Key, err)
 		}
+	}
+}
+
+// TestGroupReadsRide checks that a Get and a watch's read that find a group
+// committing wait for it and ride on the next group, and see what the
+// group before them committed, and that a write queued beside them in
+// that group is acknowledged as usual.
+func TestGroupReadsRide(t *testing.T) {
+	ctx := t.Context()
+	pool := newPool(t)
+	schema := newSchema(t, pool)
+	s := newStore(t, postgres.Config{Pool: pool, Schema: schema})
+	other, err := s.Create(ctx, store.Document{Meta: store.Meta{Kind: "Widget", Key: "other"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.Watch(ctx, "Widget", other.Meta.Revision)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	release := blockGroup(t, s, pool, schema)
+
+	got := make(chan store.Document, 1)
+	go func() {
+		d, err := s.Get(ctx, "Widget", "leader")
+		if err != nil {
+			t.Error(err)
+		}
+		got <- d
+	}()
+	waitUntil(t, func() bool { return postgres.Queued(s) == 1 })
+	events := make(chan store.Event, 2)
+	go func() {
+		for range 2 { // the leader's creation, then its status
+			e, err := w.Next(ctx)
+			if err != nil {
+				t.Error(err)
+			}
+			events <- e
+		}
+	}()
+	waitUntil(t, func() bool { return postgres.Queued(s) == 2 })
+	wrote := make(chan error, 1)
+	go func() {
+		other.Status = []byte(`"beside"`)
+		_, err := s.UpdateStatus(ctx, other)
+		wrote <- err
+	}()
+	waitUntil(t, func() bool { return postgres.Queued(s) == 3 })
+	select {
+	case <-got:
+		t.Fatal("a read returned while the group before it was still committing")
+	case <-events:
+		t.Fatal("a watch read while the group before it was still committing")
+	default:
+	}
+
+	release()
+	if d := <-got; string(d.Status) != `"leader"` {
+		t.Errorf("the riding read returned status %q, want the leading write's", d.Status)
+	}
+	<-events
+	if e := <-events; e.Document.Meta.Key != "leader" || string(e.Document.Status) != `"leader"` {
+		t.Errorf("the riding watch read %s %q, want the leading write", e.Document.Meta.Key, e.Document.Status)
+	}
+	if err := <-wrote; err != nil {
+		t.Errorf("the write beside the reads: %v", err)
+	}
+	if d, err := s.Get(ctx, "Widget", "other"); err != nil || string(d.Status) != `"beside"` {
+		t.Errorf("the write beside the reads stored %q (%v)", d.Status, err)
 	}
 }

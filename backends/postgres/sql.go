@@ -123,13 +123,14 @@ func newStatements(schema string) statements {
 		// the compaction point and the end of the window's gapless prefix
 		// (safe: every revision after $2 up to it is logged), then the
 		// changes of kind $1 in the window, in order. The window's last
-		// revision rides in the first row's doc_revision.
+		// revision rides in the first row's doc_revision, and how many
+		// revisions it holds in its generation.
 		changes: sub(`WITH
 			win AS (SELECT revision, type, kind FROM {s}.changes WHERE revision > $2 ORDER BY revision LIMIT $3),
 			safe AS (SELECT $2::bigint + count(*) AS value FROM
 				(SELECT revision - row_number() OVER (ORDER BY revision) AS off FROM win) x WHERE off = $2)
 			SELECT (SELECT compacted FROM {s}.revision), (SELECT value FROM safe), 0::bigint, 0::smallint,
-				'', '', '', (SELECT coalesce(max(revision), $2) FROM win), 0::bigint, now(), now(),
+				'', '', '', (SELECT coalesce(max(revision), $2) FROM win), (SELECT count(*) FROM win), now(), now(),
 				NULL::timestamptz, NULL::text[], NULL::jsonb, NULL::jsonb, NULL::bytea, NULL::bytea
 			UNION ALL
 			(SELECT 0, 0, c.revision, c.type, ` + strings.Replace(qualified("c"), "c.revision", "c.doc_revision", 1) + `

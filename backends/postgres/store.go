@@ -281,67 +281,6 @@ func (s *Store) tryTx(ctx context.Context, op, kind, key string, fn func(pgx.Tx)
 	return nil
 }
 
-// statement runs query, a write that is one statement and so one
-// transaction of its own, and calls scan on each row it returns; it reports
-// whether there was one. The rows are read to the end of the statement,
-// including its commit, before it returns: the server reports a failed
-// commit after the rows. It retries the statement when it surely wrote
-// nothing: it was never sent, or the server reported its failure (a
-// deadlock, a serialization failure, the session terminated) before a row
-// came back, so the statement did not complete and its transaction did not
-// commit; reset is called before each retry. A connection lost otherwise
-// leaves the outcome unknown, and the error wraps errCommitUnknown.
-func (s *Store) statement(ctx context.Context, scan func(pgx.Row) error, reset func(), query string, args ...any) (bool, error) {
-	var err error
-	for attempt := range maxAttempts {
-		if attempt > 0 {
-			reset()
-		}
-		var found bool
-		found, err = s.statementOnce(ctx, scan, query, args)
-		if err == nil {
-			return found, nil
-		}
-		var pe *pgconn.PgError
-		switch {
-		case ctx.Err() != nil:
-			return false, err
-		case found && isConnectionError(err):
-			return false, fmt.Errorf("%w: %w", errCommitUnknown, err)
-		case found:
-			return false, err
-		case pgconn.SafeToRetry(err):
-		case errors.As(err, &pe):
-			if !retryable(ctx, err) {
-				return false, err
-			}
-		case isConnectionError(err):
-			return false, fmt.Errorf("%w: %w", errCommitUnknown, err)
-		default:
-			return false, err
-		}
-	}
-	return false, err
-}
-
-// statementOnce runs query once for statement.
-func (s *Store) statementOnce(ctx context.Context, scan func(pgx.Row) error, query string, args []any) (bool, error) {
-	rows, err := s.pool.Query(ctx, query, args...)
-	if err != nil {
-		return false, err
-	}
-	defer rows.Close()
-	found := false
-	for rows.Next() {
-		found = true
-		if err := scan(rows); err != nil {
-			return true, err
-		}
-	}
-	rows.Close()
-	return found, rows.Err()
-}
-
 // retryable reports whether err came from a transaction that wrote nothing
 // and may succeed if tried again.
 func retryable(ctx context.Context, err error) bool {

@@ -59,6 +59,11 @@ type watch struct {
 	last    int64 // revision of the last event delivered
 	settled int64 // every revision up to it is in buf or delivered, or never logged
 	err     error // the failure every later Next returns
+	// caughtUp is set when the last read reached the end of the log, with
+	// no gap, while listening: every change committed after it is
+	// notified, so the watch waits for a notification before reading
+	// again.
+	caughtUp bool
 
 	// mu guards conn and closed.
 	mu     sync.Mutex
@@ -104,10 +109,17 @@ func (w *watch) await(ctx context.Context) error {
 	// is notified.
 	conn := w.takeConn(ctx)
 	defer w.putConn(conn)
-	err := w.fill(ctx)
-	if err == nil && len(w.buf) > 0 {
-		return nil
+	var err error
+	if conn == nil || !w.caughtUp {
+		err = w.fill(ctx)
+		// Only a read made while listening may skip the next one.
+		w.caughtUp = w.caughtUp && conn != nil && err == nil
+		if err == nil && len(w.buf) > 0 {
+			return nil
+		}
 	}
+	// What the wait brings is read next.
+	w.caughtUp = false
 	if err != nil {
 		switch {
 		case errors.Is(err, store.ErrCompacted):
@@ -166,35 +178,42 @@ func (w *watch) fill(ctx context.Context) error {
 	return nil
 }
 
-// read runs statements.changes once: it buffers the kind's changes up to
-// the first gap and returns the last revision it saw of any kind.
+// read runs statements.changes once, riding on the status writes' next
+// group if one is committing (see batch.go): it buffers the kind's changes
+// up to the first gap and returns the last revision it saw of any kind.
 func (w *watch) read(ctx context.Context) (int64, error) {
-	rows, err := w.s.pool.Query(ctx, w.s.sql.changes, w.kind, w.settled, watchBatch)
+	var compacted, safe, end, window int64
+	var decodeErr error
+	err := w.s.ride(ctx, &rider{
+		queue: func(b *pgx.Batch) {
+			b.Queue(w.s.sql.changes, w.kind, w.settled, watchBatch).Query(func(rows pgx.Rows) error {
+				for rows.Next() {
+					var e store.Event
+					var typ int16
+					var c, sf int64 // set in the first row only
+					if e.Document, decodeErr = scanDoc(rows, &c, &sf, &e.Revision, &typ); decodeErr != nil {
+						break
+					}
+					if e.Revision == 0 { // the first row
+						compacted, safe, end, window = c, sf, e.Document.Meta.Revision, e.Document.Meta.Generation
+						continue
+					}
+					if e.Revision > safe {
+						break
+					}
+					e.Type = store.EventType(typ)
+					w.buf = append(w.buf, e)
+				}
+				rows.Close()
+				return rows.Err()
+			})
+		},
+		reset: func() { w.buf, decodeErr = w.buf[:0], nil },
+	})
+	if err == nil {
+		err = decodeErr
+	}
 	if err != nil {
-		return 0, err
-	}
-	defer rows.Close()
-	var compacted, safe, end int64
-	for rows.Next() {
-		var e store.Event
-		var typ int16
-		var c, sf int64 // set in the first row only
-		if e.Document, err = scanDoc(rows, &c, &sf, &e.Revision, &typ); err != nil {
-			w.buf = w.buf[:0]
-			return 0, err
-		}
-		if e.Revision == 0 { // the first row
-			compacted, safe, end = c, sf, e.Document.Meta.Revision
-			continue
-		}
-		if e.Revision > safe {
-			break
-		}
-		e.Type = store.EventType(typ)
-		w.buf = append(w.buf, e)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		w.buf = w.buf[:0]
 		return 0, err
 	}
@@ -203,6 +222,7 @@ func (w *watch) read(ctx context.Context) (int64, error) {
 		return 0, backend.Compacted(w.kind, w.last, compacted)
 	}
 	w.settled = safe
+	w.caughtUp = safe == end && window < watchBatch
 	return end, nil
 }
 
@@ -216,6 +236,8 @@ func (w *watch) takeConn(ctx context.Context) *pgx.Conn {
 	if conn != nil && !conn.IsClosed() {
 		return conn
 	}
+	// Changes committed before it listens are not notified to it.
+	w.caughtUp = false
 	conn, err := pgx.ConnectConfig(ctx, w.s.connectTo)
 	if err == nil {
 		_, err = conn.Exec(ctx, "LISTEN "+pgx.Identifier{w.s.channel}.Sanitize())
