@@ -3,6 +3,8 @@ package statemachine
 import (
 	"fmt"
 	"strings"
+
+	"github.com/tendhq/tend/statemachine/internal/phasegraph"
 )
 
 // Mermaid returns the machine as a Mermaid stateDiagram-v2, for docs. Each
@@ -29,7 +31,7 @@ func (m *Machine[S, P]) Mermaid() string {
 		}
 	}
 	for _, e := range m.edges {
-		fmt.Fprintf(&b, "    %s --> %s : %s\n", ids[e.from], ids[e.to], m.edgeLabel(e))
+		fmt.Fprintf(&b, "    %s --> %s : %s\n", ids[e.From], ids[e.To], m.edgeLabel(e))
 	}
 	for i, ps := range m.phases {
 		if label := m.finalLabel(ps.Phase); label != "" {
@@ -73,14 +75,14 @@ func (m *Machine[S, P]) DOT() string {
 	for _, e := range m.edges {
 		attrs := "label=" + dotQuote(m.edgeLabel(e))
 		switch {
-		case e.kind == failureEdge:
+		case e.Kind == phasegraph.Failure:
 			attrs += ", style=dashed"
-		case e.kind == abortEdge:
+		case e.Kind == phasegraph.Abort:
 			attrs += ", style=dotted"
-		case m.cycles[Edge[P]{m.phases[e.from].Phase, m.phases[e.to].Phase}]:
+		case m.cycles[Edge[P]{m.phases[e.From].Phase, m.phases[e.To].Phase}]:
 			attrs += ", style=bold"
 		}
-		fmt.Fprintf(&b, "\t%s -> %s [%s];\n", dotQuote(fmt.Sprint(m.phases[e.from].Phase)), dotQuote(fmt.Sprint(m.phases[e.to].Phase)), attrs)
+		fmt.Fprintf(&b, "\t%s -> %s [%s];\n", dotQuote(fmt.Sprint(m.phases[e.From].Phase)), dotQuote(fmt.Sprint(m.phases[e.To].Phase)), attrs)
 	}
 	for _, ps := range m.phases {
 		if label := m.finalLabel(ps.Phase); label != "" {
@@ -109,20 +111,20 @@ func (m *Machine[S, P]) describe(i int) []string {
 	return lines
 }
 
-func (m *Machine[S, P]) edgeLabel(e edge) string {
-	switch e.kind {
-	case ruleEdge:
-		states := make([]S, len(e.states))
-		for i, si := range e.states {
+func (m *Machine[S, P]) edgeLabel(e phasegraph.Edge) string {
+	switch e.Kind {
+	case phasegraph.Rule:
+		states := make([]S, len(e.States))
+		for i, si := range e.States {
 			states[i] = m.states[si]
 		}
 		label := join(states, ", ")
-		if m.cycles[Edge[P]{m.phases[e.from].Phase, m.phases[e.to].Phase}] {
+		if m.cycles[Edge[P]{m.phases[e.From].Phase, m.phases[e.To].Phase}] {
 			label += " (sanctioned cycle)"
 		}
 		return label
-	case completionEdge:
-		reqs := m.phases[e.from].Completion
+	case phasegraph.Completion:
+		reqs := m.phases[e.From].Completion
 		parts := make([]string, len(reqs))
 		for i, r := range reqs {
 			parts[i] = r.Condition
@@ -131,25 +133,25 @@ func (m *Machine[S, P]) edgeLabel(e edge) string {
 			}
 		}
 		return "when " + strings.Join(parts, " and ")
-	case abortEdge:
-		states := make([]S, len(e.states))
-		for i, si := range e.states {
+	case phasegraph.Abort:
+		states := make([]S, len(e.States))
+		for i, si := range e.States {
 			states[i] = m.states[si]
 		}
 		return "abort on " + join(states, ", ")
-	case driftEdge:
-		return "drift (" + join(m.phases[e.from].Health, ", ") + ")"
-	case requestEdge:
-		return "request " + e.name
-	case timerEdge:
+	case phasegraph.Drift:
+		return "drift (" + join(m.phases[e.From].Health, ", ") + ")"
+	case phasegraph.Request:
+		return "request " + e.Name
+	case phasegraph.Timer:
 		for _, t := range m.def.Timers {
-			if t.Name == e.name && t.After > 0 {
+			if t.Name == e.Name && t.After > 0 {
 				return fmt.Sprintf("timer %s after %v", t.Name, t.After)
 			}
 		}
-		return "timer " + e.name
+		return "timer " + e.Name
 	}
-	if bd := m.bounds[e.from]; bd.Deadline > 0 {
+	if bd := m.bounds[e.From]; bd.Deadline > 0 {
 		label := fmt.Sprintf("failure or deadline %v", bd.Deadline)
 		if bd.MaxAttempts > 0 {
 			label += fmt.Sprintf(" or %d attempts", bd.MaxAttempts)
