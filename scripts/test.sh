@@ -32,10 +32,10 @@ heavy='^(k8s\.io/|sigs\.k8s\.io/|go\.etcd\.io/etcd|github\.com/jackc/pgx|github\
 found=$( { GOWORK=off go list -deps -test ./...; GOWORK=off go list -m all; } | grep -E "$heavy" || true)
 [ -z "$found" ] || fail "the core module depends on: $found"
 
-step "building blocks import only the standard library, golang.org/x and store"
+step "building blocks import only the standard library, golang.org/x, store and their own internal packages"
 for p in workqueue statemachine expectations finalizer informer; do
   extra=$(GOWORK=off go list -deps -f '{{if not .Standard}}{{.ImportPath}}{{end}}' "./$p" |
-    grep -v -E '^(golang\.org/x/|github\.com/tendhq/tend/(store|internal/wait|'"$p"')$)' || true)
+    grep -v -E '^(golang\.org/x/|github\.com/tendhq/tend/(store|internal/wait|'"$p"'|'"$p"'/internal/.+)$)' || true)
   [ -z "$extra" ] || fail "importing $p pulls in: $extra"
 done
 

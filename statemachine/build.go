@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/tendhq/tend/statemachine/internal/phasegraph"
 )
 
 // New checks def and builds its machine. It copies def and never modifies it.
@@ -473,53 +475,37 @@ func hasKey[K comparable, V any](m map[K]V, k K) bool {
 // of no return and sanctioned cycles.
 func (b *builder[S, P]) graph() {
 	m := b.m
-	add := func(from, to int, kind edgeKind, state int) {
-		for i := range m.edges {
-			e := &m.edges[i]
-			if e.from == from && e.to == to && e.kind == kind {
-				if state >= 0 {
-					e.states = append(e.states, state)
-				}
-				return
-			}
-		}
-		e := edge{from: from, to: to, kind: kind}
-		if state >= 0 {
-			e.states = []int{state}
-		}
-		m.edges = append(m.edges, e)
-	}
 	for i, ps := range m.phases {
 		for _, r := range m.def.Rules {
 			if r.Phase == ps.Phase {
-				add(i, m.phaseIx[r.Begin], ruleEdge, m.stateIx[r.State])
+				m.edges.Merge(i, m.phaseIx[r.Begin], phasegraph.Rule, m.stateIx[r.State])
 			}
 		}
 		if ps.Type != Transitional {
 			continue
 		}
-		add(i, m.phaseIx[ps.Then], completionEdge, -1)
+		m.edges.Merge(i, m.phaseIx[ps.Then], phasegraph.Completion, -1)
 		if m.failTo[i] >= 0 {
-			add(i, m.failTo[i], failureEdge, -1)
+			m.edges.Merge(i, m.failTo[i], phasegraph.Failure, -1)
 		}
 		for _, a := range m.def.Aborts {
 			if a.Phase == ps.Phase {
-				add(i, m.phaseIx[a.To], abortEdge, m.stateIx[a.State])
+				m.edges.Merge(i, m.phaseIx[a.To], phasegraph.Abort, m.stateIx[a.State])
 			}
 		}
 	}
 	for i, ps := range m.phases {
 		if len(ps.Health) > 0 {
-			m.edges = append(m.edges, edge{from: i, to: m.phaseIx[ps.Repair], kind: driftEdge})
+			m.edges = append(m.edges, phasegraph.Edge{From: i, To: m.phaseIx[ps.Repair], Kind: phasegraph.Drift})
 		}
 	}
 	for _, r := range m.def.Requests {
 		for _, e := range r.Serve {
-			m.edges = append(m.edges, edge{from: m.phaseIx[e.From], to: m.phaseIx[e.To], kind: requestEdge, name: r.Name})
+			m.edges = append(m.edges, phasegraph.Edge{From: m.phaseIx[e.From], To: m.phaseIx[e.To], Kind: phasegraph.Request, Name: r.Name})
 		}
 	}
 	for _, t := range m.def.Timers {
-		m.edges = append(m.edges, edge{from: m.phaseIx[t.Phase], to: m.phaseIx[t.Begin], kind: timerEdge, name: t.Name})
+		m.edges = append(m.edges, phasegraph.Edge{From: m.phaseIx[t.Phase], To: m.phaseIx[t.Begin], Kind: phasegraph.Timer, Name: t.Name})
 	}
 	for _, c := range m.def.Cycles {
 		fi, fok := m.phaseIx[c.From]
@@ -528,7 +514,7 @@ func (b *builder[S, P]) graph() {
 			b.phaseErr(c.From, ErrUnknownPhase, "sanctioned cycle %v → %v names an undeclared phase", c.From, c.To)
 			continue
 		}
-		if !slices.ContainsFunc(m.edges, func(e edge) bool { return e.from == fi && e.to == ti && e.kind != failureEdge }) {
+		if !slices.ContainsFunc(m.edges, func(e phasegraph.Edge) bool { return e.From == fi && e.To == ti && e.Kind != phasegraph.Failure }) {
 			b.phaseErr(c.From, ErrInvalid, "sanctioned cycle %v → %v is not a rule, completion or abort edge", c.From, c.To)
 			continue
 		}
@@ -539,7 +525,7 @@ func (b *builder[S, P]) graph() {
 	}
 
 	// Every phase reachable from the initial phase, failures included.
-	seen := b.reach([]int{m.initial}, func(edge) bool { return true })
+	seen := m.edges.Reach([]int{m.initial}, func(phasegraph.Edge) bool { return true })
 	for i, ps := range m.phases {
 		if !seen[i] {
 			b.phaseErr(ps.Phase, ErrUnreachable, "no path from initial phase %v", m.phases[m.initial].Phase)
@@ -547,66 +533,17 @@ func (b *builder[S, P]) graph() {
 	}
 	// Points of no return: no path back without a sanctioned cycle. Failures
 	// do not count: an operator's way back is not a path of the machine's.
-	forward := func(e edge) bool {
-		return e.kind != failureEdge && !m.cycles[Edge[P]{m.phases[e.from].Phase, m.phases[e.to].Phase}]
+	forward := func(e phasegraph.Edge) bool {
+		return e.Kind != phasegraph.Failure && !m.cycles[Edge[P]{m.phases[e.From].Phase, m.phases[e.To].Phase}]
 	}
 	for i, ps := range m.phases {
 		if !ps.NoReturn {
 			continue
 		}
-		if path := b.pathBack(i, forward); path != nil {
+		if path := m.edges.PathBack(i, forward); path != nil {
 			b.phaseErr(ps.Phase, ErrNoReturn, "path %s leads back; remove it or declare a sanctioned cycle", b.phasePath(path))
 		}
 	}
-}
-
-// reach returns the phases reachable from start (included) over edges ok accepts.
-func (b *builder[S, P]) reach(start []int, ok func(edge) bool) map[int]bool {
-	seen := map[int]bool{}
-	queue := slices.Clone(start)
-	for _, s := range start {
-		seen[s] = true
-	}
-	for len(queue) > 0 {
-		cur := queue[0]
-		queue = queue[1:]
-		for _, e := range b.m.edges {
-			if e.from == cur && ok(e) && !seen[e.to] {
-				seen[e.to] = true
-				queue = append(queue, e.to)
-			}
-		}
-	}
-	return seen
-}
-
-// pathBack returns a shortest path from n back to n over edges ok accepts, or nil.
-func (b *builder[S, P]) pathBack(n int, ok func(edge) bool) []int {
-	prev := map[int]int{}
-	queue := []int{n}
-	for len(queue) > 0 {
-		cur := queue[0]
-		queue = queue[1:]
-		for _, e := range b.m.edges {
-			if e.from != cur || !ok(e) {
-				continue
-			}
-			if e.to == n {
-				path := []int{n}
-				for at := cur; at != n; at = prev[at] {
-					path = append(path, at)
-				}
-				path = append(path, n)
-				slices.Reverse(path)
-				return path
-			}
-			if _, seen := prev[e.to]; !seen {
-				prev[e.to] = cur
-				queue = append(queue, e.to)
-			}
-		}
-	}
-	return nil
 }
 
 func (b *builder[S, P]) phasePath(path []int) string {
@@ -677,43 +614,36 @@ func (b *builder[S, P]) end(si, pi int) bool {
 	return pi == m.failure && si != m.final && !hasKey(m.rules, pair)
 }
 
-// step is a move of the liveness check; optional is set when the machine may
-// take it but never needs to: a failure, a drift repair, a request, a timer.
-type step struct {
-	to       int
-	optional bool
-}
-
 // next returns the moves phase pi allows with intent si held constant, or
 // the reason it is a dead end. At an end, only the optional moves of a
 // settled object are returned.
-func (b *builder[S, P]) next(si, pi int) ([]step, string) {
+func (b *builder[S, P]) next(si, pi int) ([]phasegraph.Move, string) {
 	m := b.m
 	s, ps := m.states[si], m.phases[pi]
 	pair := Pair[S, P]{s, ps.Phase}
 	if b.end(si, pi) {
-		var out []step
+		var out []phasegraph.Move
 		if hasKey(m.settled, pair) {
 			for _, e := range m.edges {
-				if e.from == pi && (e.kind == driftEdge || e.kind == requestEdge || e.kind == timerEdge) {
-					out = append(out, step{e.to, true})
+				if e.From == pi && (e.Kind == phasegraph.Drift || e.Kind == phasegraph.Request || e.Kind == phasegraph.Timer) {
+					out = append(out, phasegraph.Move{To: e.To, Optional: true})
 				}
 			}
 		}
 		return out, ""
 	}
 	if ps.Type == Transitional {
-		out := []step{{m.phaseIx[ps.Then], false}}
+		out := []phasegraph.Move{{To: m.phaseIx[ps.Then]}}
 		if f := m.failTo[pi]; f >= 0 {
-			out = append(out, step{f, true})
+			out = append(out, phasegraph.Move{To: f, Optional: true})
 		}
 		if to, ok := m.aborts[pair]; ok {
-			out = append(out, step{m.phaseIx[to], false})
+			out = append(out, phasegraph.Move{To: m.phaseIx[to]})
 		}
 		return out, ""
 	}
 	if r, ok := m.rules[pair]; ok {
-		return []step{{m.phaseIx[r.Begin], false}}, ""
+		return []phasegraph.Move{{To: m.phaseIx[r.Begin]}}, ""
 	}
 	switch {
 	case m.unreach[pair]:
@@ -725,96 +655,12 @@ func (b *builder[S, P]) next(si, pi int) ([]step, string) {
 }
 
 // deadEnd explores every phase reachable from start with intent si held
-// constant. It returns the path to the first phase that is a dead end,
-// from which no end can be reached, or that lies on a loop the machine
-// takes with no optional move, with why; "" when there is none. A loop
-// through an optional move (a retry after a failure, a periodic timer) is
-// no hole: it is taken only when the world makes it.
+// constant: see [phasegraph.Walk.DeadEnd].
 func (b *builder[S, P]) deadEnd(si, start int) ([]int, string) {
-	prev := map[int]int{start: start}
-	order := []int{start}
-	succ := map[int][]step{}
-	dead := map[int]string{}
-	for i := 0; i < len(order); i++ {
-		n := order[i]
-		out, why := b.next(si, n)
-		if why != "" {
-			dead[n] = why
-		}
-		succ[n] = out
-		for _, o := range out {
-			if _, seen := prev[o.to]; !seen {
-				prev[o.to] = n
-				order = append(order, o.to)
-			}
-		}
+	w := phasegraph.Walk{
+		Next: func(n int) ([]phasegraph.Move, string) { return b.next(si, n) },
+		End:  func(n int) bool { return b.end(si, n) },
+		Path: b.phasePath,
 	}
-	path := func(n int) []int {
-		var p []int
-		for at := n; ; at = prev[at] {
-			p = append(p, at)
-			if at == start {
-				break
-			}
-		}
-		slices.Reverse(p)
-		return p
-	}
-	for _, n := range order {
-		if why, ok := dead[n]; ok {
-			return path(n), why
-		}
-	}
-	// good: an end is reachable from the phase.
-	good := map[int]bool{}
-	for changed := true; changed; {
-		changed = false
-		for _, n := range order {
-			if !good[n] && (b.end(si, n) || slices.ContainsFunc(succ[n], func(o step) bool { return good[o.to] })) {
-				good[n], changed = true, true
-			}
-		}
-	}
-	for _, n := range order {
-		if !good[n] {
-			return path(n), "loops without settling"
-		}
-	}
-	// A loop of required moves: depth-first over them, ends excluded.
-	const (
-		unseen = iota
-		open
-		closed
-	)
-	color := map[int]int{}
-	var loop []int
-	var visit func(n int) bool
-	visit = func(n int) bool {
-		color[n] = open
-		loop = append(loop, n)
-		for _, o := range succ[n] {
-			if o.optional || b.end(si, o.to) {
-				continue
-			}
-			switch color[o.to] {
-			case open:
-				i := slices.Index(loop, o.to)
-				loop = append(loop[i:], o.to)
-				return true
-			case unseen:
-				if visit(o.to) {
-					return true
-				}
-			}
-		}
-		loop = loop[:len(loop)-1]
-		color[n] = closed
-		return false
-	}
-	for _, n := range order {
-		if color[n] == unseen && !b.end(si, n) && visit(n) {
-			return path(loop[0]), "loops without settling: " + b.phasePath(loop)
-		}
-	}
-	return nil, ""
+	return w.DeadEnd(start)
 }

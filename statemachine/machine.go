@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"slices"
 	"time"
+
+	"github.com/tendhq/tend/statemachine/internal/phasegraph"
 )
 
 // Machine is a checked, immutable machine built by [New]. It is safe for
@@ -22,32 +24,11 @@ type Machine[S, P comparable] struct {
 	refused map[Pair[S, P]]string // the reason of each declared refusal
 	aborts  map[Pair[S, P]]P
 	cycles  map[Edge[P]]bool
-	bounds  []Bounds // [phase]: resolved; Deadline and MaxAttempts zero when unbounded
-	failTo  []int    // [phase]: where a transitional phase goes past its bounds, -1 when nowhere
-	edges   []edge   // in declaration order, merged by (from, to, kind)
-	final   int      // index of the state of the final pairs, -1 when none
+	bounds  []Bounds         // [phase]: resolved; Deadline and MaxAttempts zero when unbounded
+	failTo  []int            // [phase]: where a transitional phase goes past its bounds, -1 when nowhere
+	edges   phasegraph.Graph // in declaration order, merged by (from, to, kind)
+	final   int              // index of the state of the final pairs, -1 when none
 	def     Definition[S, P]
-}
-
-// edgeKind classifies the edges of the phase graph.
-type edgeKind int
-
-const (
-	ruleEdge edgeKind = iota
-	completionEdge
-	failureEdge // a terminal step failure, to the Fault phase
-	abortEdge   // an abort, for the edge's states
-	driftEdge   // a drift repair
-	requestEdge // a request served, named by the edge's name
-	timerEdge   // a timer, named by the edge's name
-)
-
-// edge is one edge of the phase graph, by phase index.
-type edge struct {
-	from, to int
-	kind     edgeKind
-	states   []int  // the states of a rule or abort edge
-	name     string // the request or timer of its edge
 }
 
 // Name returns the machine's name.
@@ -153,7 +134,7 @@ func (m *Machine[S, P]) healthEvery(i int) time.Duration {
 func (m *Machine[S, P]) Edges() []Edge[P] {
 	var out []Edge[P]
 	for _, e := range m.edges {
-		ed := Edge[P]{From: m.phases[e.from].Phase, To: m.phases[e.to].Phase}
+		ed := Edge[P]{From: m.phases[e.From].Phase, To: m.phases[e.To].Phase}
 		if !slices.Contains(out, ed) {
 			out = append(out, ed)
 		}
