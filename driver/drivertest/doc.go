@@ -70,10 +70,11 @@
 //     UID, which the operation of a transitional initial phase takes), and
 //     never before the retry time its last failure stored (unless the spec
 //     changed since); a step that keeps failing is called no more often than
-//     the driver's backoff allows, plus one call after each crash, cut,
-//     heal, lease hand-over or call cancelled by its replica losing the
-//     document (its failure may have gone unrecorded): a hot loop fails at
-//     once;
+//     the delays after its failures allow (the delay each error declares,
+//     with controller.RetryAfter or its machine's error class, else the
+//     driver's backoff), plus one call after each crash, cut, heal, lease
+//     hand-over or call cancelled by its replica losing the document (its
+//     failure may have gone unrecorded): a hot loop fails at once;
 //   - no two step calls of one document overlap, on one replica or two;
 //   - every request token is carried by one operation at most, and recorded
 //     served only once an operation has carried it, or with the reason the

@@ -105,7 +105,8 @@ type streak struct {
 	terminating bool
 	start       time.Time // when the first call ended: the backoff counts from its failure
 	calls       int
-	disruptions int // the run's disruptions when its first call began
+	disruptions int             // the run's disruptions when its first call began
+	delays      []time.Duration // the delay the driver waits after each failed call, as its error or the backoff declares it
 }
 
 // newRun makes the store, the world and the user's view of a run.
@@ -482,7 +483,7 @@ func (r *run[Spec, Status, S, P]) enter(rep *replica, name string, obj *store.Ob
 	}
 	if s := r.streak; s != nil && s.op == opID && s.step == name && s.generation == obj.Generation && s.terminating == obj.Terminating() {
 		s.calls++
-		if allowed := 1 + callsWithin(r.backoff, now.Sub(s.start)) + r.disruptions - s.disruptions; s.calls > allowed {
+		if allowed := 1 + callsWithin(s.delays, now.Sub(s.start)) + r.disruptions - s.disruptions; s.calls > allowed {
 			fail("step %q of %s failed and was called %d times in %v; its backoff allows %d",
 				name, op, s.calls, now.Sub(s.start), allowed)
 			r.streak = nil
@@ -542,8 +543,26 @@ func (r *run[Spec, Status, S, P]) exit(rep *replica, obj *store.Object[Spec, Sta
 		r.streak = nil
 	case s == nil || s.op != opID || s.step != name || s.generation != obj.Generation || s.terminating != obj.Terminating():
 		r.streak = &streak{op: opID, step: name, generation: obj.Generation, terminating: obj.Terminating(),
-			start: time.Now(), calls: 1, disruptions: disruptions}
+			start: time.Now(), calls: 1, disruptions: disruptions, delays: []time.Duration{r.retryDelay(name, err, 1)}}
+	default:
+		s.delays = append(s.delays, r.retryDelay(name, err, len(s.delays)+1))
 	}
+}
+
+// retryDelay returns how long the driver waits after the attempts-th
+// consecutive failed call of step, which returned err: the delay err
+// carries (controller.RetryAfter), else the schedule of its error class,
+// else the driver's backoff.
+func (r *run[Spec, Status, S, P]) retryDelay(step string, err error, attempts int) time.Duration {
+	if d, ok := controller.RetryDelay(err); ok {
+		return d
+	}
+	if class, ok := r.cfg.Machine.Classify(step, err); ok {
+		if d, ok := class.Delay(attempts); ok {
+			return d
+		}
+	}
+	return r.backoff.Delay(attempts)
 }
 
 // describeStored describes the operation stored, for a report.
@@ -554,12 +573,13 @@ func (r *run[Spec, Status, S, P]) describeStored(op *statemachine.Operation[P]) 
 	return fmt.Sprintf("%s, phase %v, done %v", r.op(op.ID).name, op.Phase, op.Done)
 }
 
-// callsWithin returns how many retries of a failing step backoff b allows
-// within d of its first failure.
-func callsWithin(b workqueue.Backoff, d time.Duration) int {
+// callsWithin returns how many retries of a failing step delays allow
+// within d of its first failure: delays[i] is the wait after its (i+1)-th
+// consecutive failure.
+func callsWithin(delays []time.Duration, d time.Duration) int {
 	n, sum := 0, time.Duration(0)
-	for n < 1_000_000 {
-		if sum += b.Delay(n + 1); sum > d {
+	for _, delay := range delays {
+		if sum += delay; sum > d {
 			break
 		}
 		n++
