@@ -158,3 +158,40 @@ func TestStreakDeclaredDelay(t *testing.T) {
 		})
 	}
 }
+
+// An operator's retry forgets a failing step's attempts: the driver's
+// write that carries it out restarts the step's schedule, and its next
+// call comes at once.
+func TestStreakOperatorRetry(t *testing.T) {
+	for _, retried := range []bool{false, true} {
+		r := accountingRun(t)
+		obj := &store.Object[onSpec, onStatus]{}
+		obj.Kind, obj.Key, obj.UID = "On", key, "uid"
+		step := func(out sm.Outcome) {
+			_, _ = r.step(&replica{id: 0}, "make", func(context.Context, *store.Object[onSpec, onStatus], string) (sm.Outcome, error) {
+				return out, errInjected
+			})(t.Context(), obj, "op")
+		}
+		step(sm.Failed)
+		if retried {
+			obj.Status.Phase = "Making"
+			obj.Status.Operation = &sm.Operation[string]{ID: "op", Phase: "Making", Attempts: 1}
+			obj.Status.Commands = []sm.Command{{ID: "cmd-1", Verb: sm.VerbRetry}}
+			before, err := r.coll.EncodeStatus(obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			obj.Status.Operation.Attempts, obj.Status.Commands = 0, nil
+			after, err := r.coll.EncodeStatus(obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.statusWritten(before, after)
+		}
+		step(sm.Done)
+		got := strings.Join(r.failed(), "; ")
+		if retried && got != "" || !retried && !strings.Contains(got, "its backoff allows 1") {
+			t.Fatalf("retried %t: problems %q", retried, got)
+		}
+	}
+}

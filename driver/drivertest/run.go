@@ -80,11 +80,14 @@ type run[Spec driver.HasIntent[S], Status any, S, P comparable] struct {
 	observed    map[string]string          // what each condition read last
 	pausedAt    time.Time                  // when an operator last paused the document
 	pausedOp    string                     // the operation stored then
+	asserted    string                     // what an operator's skip or move told the machine of the world, once one was carried out
 	problems    []string
 	tokens      int
 	restarts    sync.WaitGroup // replicas being restarted
 	stopping    bool           // the run is ending: no replica restarts
 	gate        chan struct{}  // closed by the next action: step calls wait for it (nil: they do not wait)
+	respond     *action[S]     // what an operator does once the run ends held in Fault (nil: nothing)
+	armed       []action[S]    // operator commands to write as soon as the oncall package's client would
 	oneFault    bool           // one one-shot fault armed at a time
 }
 
@@ -621,7 +624,8 @@ func (r *run[Spec, Status, S, P]) watch(ctx context.Context) {
 		return
 	}
 	defer func() { _ = w.Close() }()
-	last := map[string]P{} // by uid
+	last := map[string]P{}                           // by uid
+	lastSt := map[string]statemachine.Status[S, P]{} // by uid
 	for {
 		ev, err := w.Next(ctx)
 		if err != nil {
@@ -646,15 +650,21 @@ func (r *run[Spec, Status, S, P]) watch(ctx context.Context) {
 			phase = r.cfg.Machine.Initial()
 		}
 		uid := obj.UID
-		if prev, ok := last[uid]; ok && prev != phase && !r.edges[statemachine.Edge[P]{From: prev, To: phase}] {
-			r.problem("phase moved %v → %v, which is no edge of the machine (revision %d)", prev, phase, ev.Revision)
-		} else if ok && prev != phase {
+		prev, ok := last[uid]
+		// An operator's move, or an operation resumed from Fault, moves
+		// the phase along no edge: it is checked as a command.
+		byCommand := ok && r.checkCommands(obj, lastSt[uid], phase, ev.Revision)
+		switch edge := (statemachine.Edge[P]{From: prev, To: phase}); {
+		case !ok || prev == phase:
+		case r.edges[edge]:
 			moved(r.seen, r.cfg.Machine, prev, phase)
+		case !byCommand:
+			r.problem("phase moved %v → %v, which is no edge of the machine (revision %d)", prev, phase, ev.Revision)
 		}
 		r.seen.mu.Lock()
 		r.seen.pairs[fmt.Sprint(obj.Spec.Intent(), " ", phase)] = true
 		r.seen.mu.Unlock()
-		last[uid] = phase
+		last[uid], lastSt[uid] = phase, *ms
 		r.requests(ms)
 	}
 }
@@ -683,6 +693,8 @@ func (r *run[Spec, Status, S, P]) statusWritten(before, doc store.Document) {
 	if err1 != nil || err2 != nil {
 		return
 	}
+	r.commandsCarried(to, *status[Spec, Status, S, P](from))
+	defer r.answer(to)
 	prev, ms := status[Spec, Status, S, P](from).Phase, status[Spec, Status, S, P](to)
 	if len(before.Status) == 0 {
 		prev = r.cfg.Machine.Initial()
