@@ -130,7 +130,8 @@
 // For small machines, [Explore] and [Search] try every sequence of up to a
 // given number of actions from a small set, shortest first, and skip
 // sequences that reach a state a shorter one reached; [Explore] logs how
-// many sequences and distinct states it tried. The search is
+// many sequences and distinct states it tried, and a [Failure] it or
+// [Search] found carries them (Failure.Sequences, Failure.States). The search is
 // deterministic: a defect within its depth is found on every run, which is
 // what a test of a planted defect needs.
 //

@@ -171,6 +171,10 @@ type Failure struct {
 	Log []string
 	// Replay is the command that replays the run, when one does.
 	Replay string
+	// Sequences and States are, for a failure [Search] or [Explore]
+	// found, how many sequences the search ran and how many distinct
+	// states they reached, this run included; zero otherwise.
+	Sequences, States int
 }
 
 // Error describes f: the run, a line for each action, step call, changed
