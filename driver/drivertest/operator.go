@@ -25,7 +25,8 @@ const operatorName = "drivertest"
 // An operation held while virtual time passed may outlast its deadline:
 // its Fault is then explained.
 func (r *run[Spec, Status, S, P]) operate(a action[S]) {
-	r.editStatus(func(ms *statemachine.Status[S, P]) bool {
+	var verb statemachine.Verb
+	written := r.editStatus(func(ms *statemachine.Status[S, P]) bool {
 		switch a.kind {
 		case doPause:
 			if ms.Paused != nil {
@@ -73,10 +74,12 @@ func (r *run[Spec, Status, S, P]) operate(a action[S]) {
 		r.tokens++
 		cmd.ID, cmd.By, cmd.At = fmt.Sprintf("cmd-%d", r.tokens), operatorName, time.Now()
 		r.mu.Unlock()
-		ms.Commands = append(ms.Commands, cmd)
-		r.seen.issue(cmd.Verb)
+		ms.Commands, verb = append(ms.Commands, cmd), cmd.Verb
 		return true
 	})
+	if written && verb != "" {
+		r.seen.issue(verb)
+	}
 }
 
 // answer writes the first operator command waiting to be written that the
@@ -175,28 +178,28 @@ func moveTargets[S, P comparable](m *statemachine.Machine[S, P]) []string {
 func (r *run[Spec, Status, S, P]) resume() { r.operate(action[S]{kind: doResume}) }
 
 // editStatus applies edit to the machine's part of the document's status
-// and writes it, reading the document again after a conflict. An edit that
-// returns false writes nothing.
-func (r *run[Spec, Status, S, P]) editStatus(edit func(*statemachine.Status[S, P]) bool) {
+// and writes it, reading the document again after a conflict, and reports
+// whether it wrote it. An edit that returns false writes nothing.
+func (r *run[Spec, Status, S, P]) editStatus(edit func(*statemachine.Status[S, P]) bool) bool {
 	for {
 		obj, err := r.coll.Get(r.ctx, key)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			r.logf("  the document is gone")
-			return
+			return false
 		case err != nil:
 			r.problem("reading the document: %v", err)
-			return
+			return false
 		}
 		if !edit(status[Spec, Status, S, P](obj)) {
-			return
+			return false
 		}
 		_, err = r.coll.UpdateStatus(r.ctx, obj)
 		if !errors.Is(err, store.ErrConflict) {
 			if err != nil && !errors.Is(err, store.ErrNotFound) {
 				r.problem("writing the document's status as an operator: %v", err)
 			}
-			return
+			return err == nil
 		}
 	}
 }
