@@ -5,7 +5,10 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"testing/synctest"
+	"time"
 
+	"github.com/tendhq/tend/controller"
 	"github.com/tendhq/tend/driver"
 	sm "github.com/tendhq/tend/statemachine"
 	"github.com/tendhq/tend/store"
@@ -19,9 +22,10 @@ type onStatus struct{ sm.Status[string, string] }
 
 // accountingRun returns a run of a one-step machine, with no replica
 // running: the test makes its step calls by hand.
-func accountingRun(t *testing.T) *run[onSpec, onStatus, string, string] {
+func accountingRun(t *testing.T, classes ...sm.ErrorClass) *run[onSpec, onStatus, string, string] {
 	t.Helper()
 	m, err := sm.New(sm.Definition[string, string]{
+		Errors:  classes,
 		Name:    "On",
 		States:  []string{"on"},
 		Initial: "Making",
@@ -113,5 +117,81 @@ func TestStreakHandOver(t *testing.T) {
 				t.Fatalf("problems %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// A failed call's error may declare its own delay (controller.RetryAfter)
+// or belong to an error class with a schedule of its own: the driver then
+// retries on that schedule, which may be sooner than its backoff (5 ms
+// after a first failure, by default).
+func TestStreakDeclaredDelay(t *testing.T) {
+	quick := sm.ErrorClass{Name: "quick", Match: sm.ErrorIs(errInjected), Retry: []time.Duration{time.Millisecond}}
+	tests := []struct {
+		name    string
+		err     error
+		classes []sm.ErrorClass
+		want    string // the problem of a retry 1 ms after the failure ("": none)
+	}{
+		{name: "the backoff", err: errInjected, want: "its backoff allows 1"},
+		{name: "a delay of the error's", err: controller.RetryAfter(errInjected, time.Millisecond)},
+		{name: "a longer delay of the error's", err: controller.RetryAfter(errInjected, time.Second), want: "its backoff allows 1"},
+		{name: "its class's schedule", err: errInjected, classes: []sm.ErrorClass{quick}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r := accountingRun(t, tt.classes...)
+				obj := &store.Object[onSpec, onStatus]{}
+				obj.Key = key
+				_, _ = r.step(&replica{id: 0}, "make", func(context.Context, *store.Object[onSpec, onStatus], string) (sm.Outcome, error) {
+					return sm.Failed, tt.err
+				})(t.Context(), obj, "op")
+				time.Sleep(time.Millisecond)
+				_, _ = r.step(&replica{id: 0}, "make", func(context.Context, *store.Object[onSpec, onStatus], string) (sm.Outcome, error) {
+					return sm.Done, nil
+				})(t.Context(), obj, "op")
+				got := strings.Join(r.failed(), "; ")
+				if tt.want == "" && got != "" || !strings.Contains(got, tt.want) {
+					t.Fatalf("problems %q, want %q", got, tt.want)
+				}
+			})
+		})
+	}
+}
+
+// An operator's retry forgets a failing step's attempts: the driver's
+// write that carries it out restarts the step's schedule, and its next
+// call comes at once.
+func TestStreakOperatorRetry(t *testing.T) {
+	for _, retried := range []bool{false, true} {
+		r := accountingRun(t)
+		obj := &store.Object[onSpec, onStatus]{}
+		obj.Kind, obj.Key, obj.UID = "On", key, "uid"
+		step := func(out sm.Outcome) {
+			_, _ = r.step(&replica{id: 0}, "make", func(context.Context, *store.Object[onSpec, onStatus], string) (sm.Outcome, error) {
+				return out, errInjected
+			})(t.Context(), obj, "op")
+		}
+		step(sm.Failed)
+		if retried {
+			obj.Status.Phase = "Making"
+			obj.Status.Operation = &sm.Operation[string]{ID: "op", Phase: "Making", Attempts: 1}
+			obj.Status.Commands = []sm.Command{{ID: "cmd-1", Verb: sm.VerbRetry}}
+			before, err := r.coll.EncodeStatus(obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			obj.Status.Operation.Attempts, obj.Status.Commands = 0, nil
+			after, err := r.coll.EncodeStatus(obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.statusWritten(before, after)
+		}
+		step(sm.Done)
+		got := strings.Join(r.failed(), "; ")
+		if retried && got != "" || !retried && !strings.Contains(got, "its backoff allows 1") {
+			t.Fatalf("retried %t: problems %q", retried, got)
+		}
 	}
 }

@@ -60,7 +60,7 @@ func (r *run[Spec, Status, S, P]) act(a action[S]) {
 		r.mu.Unlock()
 	case doHeal:
 		r.heal()
-	case doPause, doResume, doOperatorRequest:
+	case doPause, doResume, doOperatorRequest, doRetry, doSkip, doMove:
 		r.operate(a)
 	case doCrash:
 		r.crash(a.replica)
@@ -242,7 +242,7 @@ func (r *run[Spec, Status, S, P]) invariant(when string) {
 		return
 	}
 	if err := r.world.Invariant(r.ctx, key, obj); err != nil {
-		r.problem("%s: invariant broken: %v", when, err)
+		r.worldProblem("%s: invariant broken: %v", when, err)
 	}
 }
 
@@ -281,17 +281,29 @@ func (r *run[Spec, Status, S, P]) quiesce() {
 					r.problem("%s", problem)
 					return
 				}
+				if a := r.respond; a != nil {
+					// The operator paged answers, and the document
+					// must settle again.
+					r.respond = nil
+					r.act(*a)
+					deadline = time.Now().Add(r.cfg.Horizon)
+					continue
+				}
 			}
 			r.invariant("at the end")
 			if obj != nil && r.world.Matches != nil && why != held {
 				if err := r.world.Matches(r.ctx, obj); err != nil {
-					r.problem("the document settled (%s) but the world does not match: %v", why, err)
+					r.worldProblem("the document settled (%s) but the world does not match: %v", why, err)
 				}
 			}
 			return
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
+			if skipped := r.skippedIn(obj); skipped != "" {
+				r.logf("not settled, and not held against the driver (%s, which its completion may need): %s", skipped, why)
+				return
+			}
 			r.problem("faults stopped %v ago and the document has not settled: %s", r.cfg.Horizon, why)
 			return
 		}
@@ -321,6 +333,9 @@ func (r *run[Spec, Status, S, P]) settled(obj *store.Object[Spec, Status]) (stri
 	where := fmt.Sprintf("intent %v, phase %v", intent, st.Phase)
 	if obj.Terminating() {
 		where += ", deletion requested"
+	}
+	if pending := pendingCommands(&st); pending != "" {
+		return fmt.Sprintf("%s: operator commands never carried out: %s", where, pending), false
 	}
 	d, err := r.cfg.Machine.Decide(intent, st, time.Now())
 	switch {

@@ -31,13 +31,16 @@ const (
 	doPause                       // an operator pauses the document
 	doResume                      // an operator resumes it
 	doOperatorRequest             // an operator asks for a request by command
+	doRetry                       // an operator asks for the failed step or operation to be retried
+	doSkip                        // an operator asks for the failed step to be skipped
+	doMove                        // an operator asks for the document to leave Fault for a phase
 )
 
 // action is one thing that happens to a run: a user's write, a fault, time.
 type action[S any] struct {
 	kind    kind
 	intent  S             // doIntent, doRecreate
-	name    string        // the request (doRequest), condition (doFlip) or step (faults of steps)
+	name    string        // the request (doRequest), condition (doFlip), step (faults of steps) or phase (doMove)
 	replica int           // doCrash, doPartition
 	d       time.Duration // doSlow, doSleep
 }
@@ -93,6 +96,12 @@ func (a action[S]) String() string {
 		return "an operator resumes the document"
 	case doOperatorRequest:
 		return fmt.Sprintf("an operator commands request %s", a.name)
+	case doRetry:
+		return "an operator commands a retry"
+	case doSkip:
+		return "an operator commands a skip of the step that failed"
+	case doMove:
+		return fmt.Sprintf("an operator commands a move to %s", a.name)
 	}
 	return fmt.Sprintf("action(%d)", int(a.kind))
 }

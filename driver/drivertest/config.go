@@ -87,11 +87,35 @@ type Config[Spec driver.HasIntent[S], Status any, S, P comparable] struct {
 	Accept []End[S, P]
 
 	// Operators makes random runs also act as an on-call operator would,
-	// at random moments: pause the document and resume it, and ask for
-	// a request by command (statemachine.VerbRequest), each a write of
-	// its status as the oncall package makes it. An operation held while
-	// virtual time passed may then reach its deadline: its Fault is
-	// explained. Off by default: these actions thin out the others, and
+	// each action one write of the document's status as the oncall
+	// package's client makes it: pause the document and resume it, and
+	// command a request, a retry, a skip or a move
+	// (statemachine.VerbRequest, VerbRetry, VerbSkip, VerbMove). A retry,
+	// skip or move is written only where that client writes it: a retry
+	// while a step is failing or in the Fault phase, a skip of the step
+	// that failed, a move from Fault to a phase the machine declares
+	// that is neither transitional nor Fault (the machine refuses some for
+	// some intents). One drawn at another moment waits, as a paged
+	// operator does, for the replicas' next write that allows it; and
+	// most runs that end held in Fault are answered with one, after which
+	// the document must settle again. Runs with several replicas get
+	// them too.
+	//
+	// The checks know what these commands do. The write that carries them
+	// out must store what statemachine.Machine.ApplyCommands makes of the
+	// status before it, so a move, or an operation resumed from Fault,
+	// leaves Fault along no edge only to the phase asked (it counts as an
+	// edge covered only when it is one); no retry, skip or move is left
+	// in status when the document settles; a retry or a skip restarts the
+	// step's backoff; a Fault of a resumed operation is explained only by
+	// what happened since it resumed; a request token of an operation a
+	// move abandoned may be served by a later one. A skip or a move tells
+	// the machine what the harness cannot check of the world: once one is
+	// carried out, the world's Invariant and Matches are logged rather
+	// than failed, a Fault is explained, and so is an operation that
+	// never completes because of a step skipped in it. An operation held
+	// paused while virtual time passed may reach its deadline: its Fault
+	// is explained. Off by default: these actions thin out the others, and
 	// so how often one run finds a defect of the steps.
 	Operators bool
 

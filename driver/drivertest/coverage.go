@@ -18,12 +18,33 @@ type coverage struct {
 	actions int
 	states  map[string]bool
 	pairs   map[string]bool
-	edges   map[string]bool // "From → To"
-	faulted map[string]bool // steps
+	edges   map[string]bool           // "From → To"
+	faulted map[string]bool           // steps
+	issued  map[statemachine.Verb]int // operator commands written, by verb
+	applied map[statemachine.Verb]int // operator commands the driver carried out (not refused), by verb
 }
 
 func newCoverage() *coverage {
-	return &coverage{states: map[string]bool{}, pairs: map[string]bool{}, edges: map[string]bool{}, faulted: map[string]bool{}}
+	return &coverage{states: map[string]bool{}, pairs: map[string]bool{}, edges: map[string]bool{}, faulted: map[string]bool{},
+		issued: map[statemachine.Verb]int{}, applied: map[statemachine.Verb]int{}}
+}
+
+// issue counts an operator command written.
+func (c *coverage) issue(v statemachine.Verb) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.issued[v]++
+}
+
+// carried counts the operator commands a write carried out.
+func (c *coverage) carried(outcomes []statemachine.CommandOutcome) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, o := range outcomes {
+		if o.Applied {
+			c.applied[o.Command.Verb]++
+		}
+	}
 }
 
 // add counts one run: its actions, the state it reached, and what its
@@ -43,6 +64,12 @@ func (c *coverage) add(actions int, state string, seen *coverage) {
 		for k := range m.from {
 			m.to[k] = true
 		}
+	}
+	for v, n := range seen.issued {
+		c.issued[v] += n
+	}
+	for v, n := range seen.applied {
+		c.applied[v] += n
 	}
 }
 
@@ -100,8 +127,16 @@ func line[S, P comparable](c *coverage, m *statemachine.Machine[S, P]) string {
 	edges, steps := missing(c, m)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return fmt.Sprintf("drivertest: %d runs, %d actions, %d distinct states, %d (intent, phase) pairs, edges covered %d of %d, steps faulted %d of %d",
+	out := fmt.Sprintf("drivertest: %d runs, %d actions, %d distinct states, %d (intent, phase) pairs, edges covered %d of %d, steps faulted %d of %d",
 		c.runs, c.actions, len(c.states), len(c.pairs), len(m.Edges())-len(edges), len(m.Edges()), len(m.Steps())-len(steps), len(m.Steps()))
+	if len(c.issued) > 0 {
+		var parts []string
+		for _, v := range []statemachine.Verb{statemachine.VerbRetry, statemachine.VerbSkip, statemachine.VerbMove} {
+			parts = append(parts, fmt.Sprintf("%s %d (%d carried out)", v, c.issued[v], c.applied[v]))
+		}
+		out += fmt.Sprintf(", operator commands %s, request %d", strings.Join(parts, ", "), c.issued[statemachine.VerbRequest])
+	}
+	return out
 }
 
 // uncovered describes what RequireCoverage reports, or "" when nothing is

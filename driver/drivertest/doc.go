@@ -52,7 +52,11 @@
 //     (it loses its lease; another replica takes over);
 //   - virtual time passing, from nothing to hours;
 //   - with [Config.Operators], an operator pausing and resuming the
-//     document and asking for a request by command.
+//     document, and commanding a request, a retry, a skip of the step
+//     that failed or a move out of Fault, where the oncall package's
+//     client would (one drawn too early waits for the write of a failed
+//     step or a Fault, as a paged operator does; a run that ends held in
+//     Fault is mostly answered too).
 //
 // After each action the run waits until every goroutine waits, so a run
 // replays exactly from its seed. At the end the faults that last stop and
@@ -70,10 +74,16 @@
 //     UID, which the operation of a transitional initial phase takes), and
 //     never before the retry time its last failure stored (unless the spec
 //     changed since); a step that keeps failing is called no more often than
-//     the driver's backoff allows, plus one call after each crash, cut,
-//     heal, lease hand-over or call cancelled by its replica losing the
-//     document (its failure may have gone unrecorded): a hot loop fails at
-//     once;
+//     the delays after its failures allow (the delay each error declares,
+//     with controller.RetryAfter or its machine's error class, else the
+//     driver's backoff), plus one call after each crash, cut, heal, lease
+//     hand-over or call cancelled by its replica losing the document (its
+//     failure may have gone unrecorded): a hot loop fails at once;
+//   - an operator's retry, skip or move is carried out or refused before
+//     the document counts as settled, by a write that stores what the
+//     machine makes of the status before it
+//     (statemachine.Machine.ApplyCommands): the only way the phase leaves
+//     Fault along no edge; a retry or a skip restarts the step's backoff;
 //   - no two step calls of one document overlap, on one replica or two;
 //   - every request token is carried by one operation at most, and recorded
 //     served only once an operation has carried it, or with the reason the
@@ -84,11 +94,13 @@
 //   - the Fault phase is an accepted end only when something explains it:
 //     the operation failed terminally, its last step call failed (whoever
 //     failed it), a replica was cut off or a call slowed past a lease while
-//     it ran, the intent is refused, or [Config.Accept] declares the end. A
-//     document held there for any other reason (a deadline reached while
-//     every step call succeeded: a step that does nothing) fails the run,
-//     naming the operation, the steps called and the conditions that never
-//     held;
+//     it ran, the intent is refused, an operator's skip or move told the
+//     machine what the harness cannot check of the world (which also
+//     keeps the world's checks from failing the run), or [Config.Accept]
+//     declares the end. A document held there for any other reason (a
+//     deadline reached while every step call succeeded: a step that does
+//     nothing) fails the run, naming the operation, the steps called and
+//     the conditions that never held;
 //   - the world's own invariant after every action, and its settled check at
 //     the end.
 //
@@ -97,7 +109,8 @@
 // A passing [Check] logs one line: the runs, their actions, the distinct
 // states they reached, the (intent, phase) pairs seen, the machine's edges
 // taken of those it declares, and its steps whose calls failed of those
-// it declares. With [Config.RequireCoverage] an edge never taken or a step
+// it declares; with [Config.Operators], the retries, skips and
+// moves written and carried out, and the requests commanded. With [Config.RequireCoverage] an edge never taken or a step
 // never failed fails the test.
 //
 // # Failures and replay
@@ -117,7 +130,8 @@
 // For small machines, [Explore] and [Search] try every sequence of up to a
 // given number of actions from a small set, shortest first, and skip
 // sequences that reach a state a shorter one reached; [Explore] logs how
-// many sequences and distinct states it tried. The search is
+// many sequences and distinct states it tried, and a [Failure] it or
+// [Search] found carries them (Failure.Sequences, Failure.States). The search is
 // deterministic: a defect within its depth is found on every run, which is
 // what a test of a planted defect needs.
 //

@@ -112,6 +112,10 @@ type plan[S any] struct {
 	// oneFault keeps one one-shot fault armed at a time: a new one
 	// replaces the one armed (an exploration's states stay few).
 	oneFault bool
+	// respond, if not nil, is what an operator does once the document
+	// is held in Fault after the actions (with Config.Operators): a
+	// retry, a skip or a move.
+	respond *action[S]
 	// cov, if not nil, counts what the run exercised.
 	cov *coverage
 }
@@ -135,6 +139,21 @@ func planOf[Spec driver.HasIntent[S], Status any, S, P comparable](cfg Config[Sp
 		// intents may come before the first reconcile.
 		start := rapid.IntRange(0, min(3, len(p.actions))).Draw(t, "replicas start after")
 		p.actions = slices.Insert(p.actions, start, action[S]{kind: doStart})
+		if cfg.Operators {
+			// An operator paged once the document is held in Fault
+			// answers, in most runs.
+			kinds, targets := []kind{doIntent, doRetry, doSkip}, moveTargets(cfg.Machine)
+			if len(targets) > 0 {
+				kinds = append(kinds, doMove)
+			}
+			a := action[S]{kind: rapid.SampledFrom(kinds).Draw(t, "operator's answer to a Fault")}
+			if a.kind == doMove {
+				a.name = rapid.SampledFrom(targets).Draw(t, "operator's move")
+			}
+			if a.kind != doIntent {
+				p.respond = &a
+			}
+		}
 		return p
 	})
 }
@@ -152,6 +171,10 @@ type Failure struct {
 	Log []string
 	// Replay is the command that replays the run, when one does.
 	Replay string
+	// Sequences and States are, for a failure [Search] or [Explore]
+	// found, how many sequences the search ran and how many distinct
+	// states they reached, this run included; zero otherwise.
+	Sequences, States int
 }
 
 // Error describes f: the run, a line for each action, step call, changed
@@ -196,7 +219,7 @@ func execute[Spec driver.HasIntent[S], Status any, S, P comparable](t *testing.T
 			f = &Failure{Problems: []string{err.Error()}}
 			return
 		}
-		r.oneFault = p.oneFault
+		r.oneFault, r.respond = p.oneFault, p.respond
 		if p.stepwise {
 			r.gate = make(chan struct{})
 		}
@@ -269,12 +292,16 @@ func drawAction[Spec driver.HasIntent[S], Status any, S, P comparable](t *rapid.
 	if cfg.TerminalFailures {
 		kinds = append(kinds, doTerminal)
 	}
+	targets := moveTargets(m)
 	if cfg.Operators {
-		// An operator, at random moments: a hold and its end, a request
-		// by command.
-		kinds = append(kinds, doPause, doResume)
+		// An operator, at random moments: a hold and its end, a request,
+		// a retry, a skip and a move by command.
+		kinds = append(kinds, doPause, doResume, doRetry, doRetry, doSkip, doSkip)
 		if len(m.Requests()) > 0 {
 			kinds = append(kinds, doOperatorRequest)
+		}
+		if len(targets) > 0 {
+			kinds = append(kinds, doMove, doMove)
 		}
 	}
 	if cfg.Replicas > 1 {
@@ -289,6 +316,8 @@ func drawAction[Spec driver.HasIntent[S], Status any, S, P comparable](t *rapid.
 		a.name = rapid.SampledFrom(m.Requests()).Draw(t, label("request"))
 	case doFlip:
 		a.name = rapid.SampledFrom(flippable).Draw(t, label("condition"))
+	case doMove:
+		a.name = rapid.SampledFrom(targets).Draw(t, label("phase"))
 	case doCrash, doPartition:
 		a.replica = rapid.IntRange(0, cfg.Replicas-1).Draw(t, label("replica"))
 	case doFail, doFailAfter, doTerminal, doPanic, doCrashAfter, doBreak:

@@ -26,11 +26,12 @@ func TestServiceShardedTerminal(t *testing.T) {
 	drivertest.Check(t, cfg)
 }
 
-// The same with an operator pausing, resuming and asking for restarts by
-// command at random moments, on two replicas.
+// The same with an operator pausing, resuming, asking for restarts and
+// retrying, skipping or moving a failed service by command at random
+// moments, on two replicas, with terminal failures held in Fault.
 func TestServiceOperators(t *testing.T) {
 	cfg := serviceConfig(serviceDefinition(), nil)
-	cfg.Operators, cfg.Replicas, cfg.Mode = true, 2, manager.LeaderElection
+	cfg.Operators, cfg.TerminalFailures, cfg.Replicas, cfg.Mode = true, true, 2, manager.LeaderElection
 	drivertest.Check(t, cfg)
 }
 

@@ -42,7 +42,8 @@ type opRecord struct {
 	calls      map[string]int // step → calls
 	order      []string       // the steps called, first call first
 	lastFailed bool           // the last step call failed, whoever failed it
-	cut        bool           // the harness cut a replica off, slowed a call past a lease or held it paused while time passed
+	skipped    string         // the step an operator skipped, if one did
+	cut        bool           // the harness cut a replica off, slowed a call past a lease or held it paused while time passed (since an operator last resumed it from Fault)
 }
 
 // op returns the record of operation id, made on first sight. r.mu must be
@@ -101,6 +102,13 @@ func (r *run[Spec, Status, S, P]) unexplainedHold(intent S, st *statemachine.Sta
 	defer r.mu.Unlock()
 	rec := r.op(f.Operation.ID)
 	if rec.lastFailed || rec.cut {
+		return ""
+	}
+	if r.asserted != "" {
+		// The machine acts on what the operator told it of the world,
+		// which the harness cannot check: a step skipped whose effect a
+		// completion needs, a phase moved to that the world is not in.
+		r.logf("  the Fault is not held against the driver: %s", r.asserted)
 		return ""
 	}
 	why := fmt.Sprintf("held in the Fault phase %v, but nothing explains it: operation %s (%v) failed (%s: %s), and every step call succeeded: %s",

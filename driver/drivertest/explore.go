@@ -22,6 +22,7 @@ func Explore[Spec driver.HasIntent[S], Status any, S, P comparable](t *testing.T
 	}
 	if f != nil {
 		f.Replay = fmt.Sprintf("go test -run '^%s$' (the search is deterministic)", t.Name())
+		t.Logf("drivertest: found after %d sequences of up to %d actions, %d distinct states", n.sequences, depth, n.states)
 		t.Fatal(f)
 	}
 	t.Logf("drivertest: explored %d sequences of up to %d actions, %d distinct states; %s",
@@ -80,7 +81,12 @@ func search[Spec driver.HasIntent[S], Status any, S, P comparable](t *testing.T,
 	seen := map[string]bool{}
 	// try runs n and reports its failure, and whether it reached a state
 	// no shorter sequence reached.
-	try := func(nd node) (*Failure, bool) {
+	try := func(nd node) (f *Failure, fresh bool) {
+		defer func() {
+			if f != nil {
+				f.Sequences, f.States = n.sequences, n.states
+			}
+		}()
 		// The replicas start after the sequence's leading faults, so
 		// that they hit the first operation's steps.
 		lead := 0
@@ -89,7 +95,7 @@ func search[Spec driver.HasIntent[S], Status any, S, P comparable](t *testing.T,
 		}
 		actions := slices.Insert(slices.Clone(nd.actions), lead, action[S]{kind: doStart})
 		f, fp := execute[Spec, Status](t, cfg, plan[S]{seed: 1, first: nd.first, actions: actions, oneFault: true, cov: n.cov})
-		fresh := !seen[fp]
+		fresh = !seen[fp]
 		seen[fp] = true
 		n.sequences++
 		n.states = len(seen)

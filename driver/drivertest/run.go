@@ -80,11 +80,14 @@ type run[Spec driver.HasIntent[S], Status any, S, P comparable] struct {
 	observed    map[string]string          // what each condition read last
 	pausedAt    time.Time                  // when an operator last paused the document
 	pausedOp    string                     // the operation stored then
+	asserted    string                     // what an operator's skip or move told the machine of the world, once one was carried out
 	problems    []string
 	tokens      int
 	restarts    sync.WaitGroup // replicas being restarted
 	stopping    bool           // the run is ending: no replica restarts
 	gate        chan struct{}  // closed by the next action: step calls wait for it (nil: they do not wait)
+	respond     *action[S]     // what an operator does once the run ends held in Fault (nil: nothing)
+	armed       []action[S]    // operator commands to write as soon as the oncall package's client would
 	oneFault    bool           // one one-shot fault armed at a time
 }
 
@@ -105,7 +108,8 @@ type streak struct {
 	terminating bool
 	start       time.Time // when the first call ended: the backoff counts from its failure
 	calls       int
-	disruptions int // the run's disruptions when its first call began
+	disruptions int             // the run's disruptions when its first call began
+	delays      []time.Duration // the delay the driver waits after each failed call, as its error or the backoff declares it
 }
 
 // newRun makes the store, the world and the user's view of a run.
@@ -482,7 +486,7 @@ func (r *run[Spec, Status, S, P]) enter(rep *replica, name string, obj *store.Ob
 	}
 	if s := r.streak; s != nil && s.op == opID && s.step == name && s.generation == obj.Generation && s.terminating == obj.Terminating() {
 		s.calls++
-		if allowed := 1 + callsWithin(r.backoff, now.Sub(s.start)) + r.disruptions - s.disruptions; s.calls > allowed {
+		if allowed := 1 + callsWithin(s.delays, now.Sub(s.start)) + r.disruptions - s.disruptions; s.calls > allowed {
 			fail("step %q of %s failed and was called %d times in %v; its backoff allows %d",
 				name, op, s.calls, now.Sub(s.start), allowed)
 			r.streak = nil
@@ -542,8 +546,26 @@ func (r *run[Spec, Status, S, P]) exit(rep *replica, obj *store.Object[Spec, Sta
 		r.streak = nil
 	case s == nil || s.op != opID || s.step != name || s.generation != obj.Generation || s.terminating != obj.Terminating():
 		r.streak = &streak{op: opID, step: name, generation: obj.Generation, terminating: obj.Terminating(),
-			start: time.Now(), calls: 1, disruptions: disruptions}
+			start: time.Now(), calls: 1, disruptions: disruptions, delays: []time.Duration{r.retryDelay(name, err, 1)}}
+	default:
+		s.delays = append(s.delays, r.retryDelay(name, err, len(s.delays)+1))
 	}
+}
+
+// retryDelay returns how long the driver waits after the attempts-th
+// consecutive failed call of step, which returned err: the delay err
+// carries (controller.RetryAfter), else the schedule of its error class,
+// else the driver's backoff.
+func (r *run[Spec, Status, S, P]) retryDelay(step string, err error, attempts int) time.Duration {
+	if d, ok := controller.RetryDelay(err); ok {
+		return d
+	}
+	if class, ok := r.cfg.Machine.Classify(step, err); ok {
+		if d, ok := class.Delay(attempts); ok {
+			return d
+		}
+	}
+	return r.backoff.Delay(attempts)
 }
 
 // describeStored describes the operation stored, for a report.
@@ -554,12 +576,13 @@ func (r *run[Spec, Status, S, P]) describeStored(op *statemachine.Operation[P]) 
 	return fmt.Sprintf("%s, phase %v, done %v", r.op(op.ID).name, op.Phase, op.Done)
 }
 
-// callsWithin returns how many retries of a failing step backoff b allows
-// within d of its first failure.
-func callsWithin(b workqueue.Backoff, d time.Duration) int {
+// callsWithin returns how many retries of a failing step delays allow
+// within d of its first failure: delays[i] is the wait after its (i+1)-th
+// consecutive failure.
+func callsWithin(delays []time.Duration, d time.Duration) int {
 	n, sum := 0, time.Duration(0)
-	for n < 1_000_000 {
-		if sum += b.Delay(n + 1); sum > d {
+	for _, delay := range delays {
+		if sum += delay; sum > d {
 			break
 		}
 		n++
@@ -601,7 +624,8 @@ func (r *run[Spec, Status, S, P]) watch(ctx context.Context) {
 		return
 	}
 	defer func() { _ = w.Close() }()
-	last := map[string]P{} // by uid
+	last := map[string]P{}                           // by uid
+	lastSt := map[string]statemachine.Status[S, P]{} // by uid
 	for {
 		ev, err := w.Next(ctx)
 		if err != nil {
@@ -626,15 +650,21 @@ func (r *run[Spec, Status, S, P]) watch(ctx context.Context) {
 			phase = r.cfg.Machine.Initial()
 		}
 		uid := obj.UID
-		if prev, ok := last[uid]; ok && prev != phase && !r.edges[statemachine.Edge[P]{From: prev, To: phase}] {
-			r.problem("phase moved %v → %v, which is no edge of the machine (revision %d)", prev, phase, ev.Revision)
-		} else if ok && prev != phase {
+		prev, ok := last[uid]
+		// An operator's move, or an operation resumed from Fault, moves
+		// the phase along no edge: it is checked as a command.
+		byCommand := ok && r.checkCommands(obj, lastSt[uid], phase, ev.Revision)
+		switch edge := (statemachine.Edge[P]{From: prev, To: phase}); {
+		case !ok || prev == phase:
+		case r.edges[edge]:
 			moved(r.seen, r.cfg.Machine, prev, phase)
+		case !byCommand:
+			r.problem("phase moved %v → %v, which is no edge of the machine (revision %d)", prev, phase, ev.Revision)
 		}
 		r.seen.mu.Lock()
 		r.seen.pairs[fmt.Sprint(obj.Spec.Intent(), " ", phase)] = true
 		r.seen.mu.Unlock()
-		last[uid] = phase
+		last[uid], lastSt[uid] = phase, *ms
 		r.requests(ms)
 	}
 }
@@ -663,6 +693,8 @@ func (r *run[Spec, Status, S, P]) statusWritten(before, doc store.Document) {
 	if err1 != nil || err2 != nil {
 		return
 	}
+	r.commandsCarried(to, *status[Spec, Status, S, P](from))
+	defer r.answer(to)
 	prev, ms := status[Spec, Status, S, P](from).Phase, status[Spec, Status, S, P](to)
 	if len(before.Status) == 0 {
 		prev = r.cfg.Machine.Initial()

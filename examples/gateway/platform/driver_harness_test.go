@@ -140,3 +140,12 @@ func TestGatewayDriverHarness(t *testing.T) {
 		drivertest.Check(t, cfg)
 	}
 }
+
+// The same with an on-call operator at random moments: pausing and
+// resuming gateways, asking for restarts, and retrying, skipping or
+// moving a failed one out of its Fault phase, as the oncall package does.
+func TestGatewayDriverHarnessOperators(t *testing.T) {
+	cfg := gatewayHarness(t)
+	cfg.Operators, cfg.TerminalFailures = true, true
+	drivertest.Check(t, cfg)
+}

@@ -176,11 +176,34 @@ func (c *cloud) settled(_ context.Context, ws *Workspace) error {
 // cloud's calls failing, crashes between a step's effect and its record, and
 // two replicas sharing the work.
 func TestWorkspaceDriverHarness(t *testing.T) {
+	cfg := workspaceHarness(t)
+	batches := 10
+	if testing.Short() {
+		batches = 1
+	}
+	for range batches {
+		drivertest.Check(t, cfg)
+	}
+}
+
+// The same with an on-call operator at random moments: pausing and
+// resuming workspaces, and retrying, skipping or moving a failed one out
+// of its Fault phase, as the oncall package does.
+func TestWorkspaceDriverHarnessOperators(t *testing.T) {
+	cfg := workspaceHarness(t)
+	cfg.Operators, cfg.TerminalFailures = true, true
+	drivertest.Check(t, cfg)
+}
+
+// workspaceHarness is the driver harness's configuration of the
+// WorkspaceController: its real driver and steps over a simulated cloud,
+// on two replicas sharing the work.
+func workspaceHarness(t *testing.T) drivertest.Config[Spec, Status, State, Phase] {
 	m, err := NewMachine()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := drivertest.Config[Spec, Status, State, Phase]{
+	return drivertest.Config[Spec, Status, State, Phase]{
 		Machine: m,
 		Kind:    Kind,
 		NewSpec: func() Spec { return Spec{Image: "workspace:1"} },
@@ -202,12 +225,5 @@ func TestWorkspaceDriverHarness(t *testing.T) {
 		},
 		Replicas: 2,
 		Mode:     manager.Sharded,
-	}
-	batches := 10
-	if testing.Short() {
-		batches = 1
-	}
-	for range batches {
-		drivertest.Check(t, cfg)
 	}
 }
