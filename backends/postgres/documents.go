@@ -423,6 +423,28 @@ func (s *Store) maintain(ctx context.Context, lo, hi int64) {
 		s.log.Warn("settling or discarding old change history failed; the next time catches up",
 			zap.Int64("revision", mark), zap.Error(err))
 	}
+	s.analyzeIfGrown(ctx)
+}
+
+// analyzeIfGrown refreshes the planner's statistics of the documents
+// table when it has doubled in size since they were taken (or, never
+// taken, has grown past a few pages). Every session keeps the plans of
+// the store's statements; a plan made while the table was small reads
+// the whole table where an index would find one row (a hash join or a
+// sequential scan), and PostgreSQL plans again only when the table's
+// statistics change, which autovacuum does on its own schedule (a minute
+// by default): long enough, after a burst of creates, for each write to
+// scan thousands of documents. Doubling keeps the cost logarithmic in the
+// table's growth. A session that may not analyze the table (not its
+// owner) leaves it to autovacuum.
+func (s *Store) analyzeIfGrown(ctx context.Context) {
+	var grown bool
+	if err := s.pool.QueryRow(ctx, s.sql.grown).Scan(&grown); err != nil || !grown {
+		return
+	}
+	if _, err := s.pool.Exec(ctx, s.sql.analyze); err != nil && ctx.Err() == nil {
+		s.log.Debug("refreshing the documents table's statistics failed", zap.Error(err))
+	}
 }
 
 // Compact discards the change history up to and including revision. See

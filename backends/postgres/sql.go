@@ -25,6 +25,7 @@ type statements struct {
 	updateStatuses                            string
 	compactCheck, compact, currentCompaction  string
 	changes, fillGaps, settle                 string
+	grown, analyze                            string
 	acquire, leaseHolder, renew, release, lst string
 }
 
@@ -155,6 +156,12 @@ func newStatements(schema string) statements {
 				FROM generate_series((SELECT value FROM {s}.revision) + 1, $1::bigint) g
 				ON CONFLICT (revision) DO NOTHING)
 			UPDATE {s}.revision SET value = greatest(value, $1)`),
+		// grown reports whether the documents table has twice the pages
+		// its statistics last counted, or has never been analyzed and
+		// has more than 8 pages (see Store.analyzeIfGrown).
+		grown: sub(`SELECT pg_relation_size(c.oid) / current_setting('block_size')::bigint > greatest(2 * c.relpages, 8)
+			FROM pg_class c WHERE c.oid = '{s}.documents'::regclass`),
+		analyze: sub(`ANALYZE {s}.documents`),
 		// listRevision is the revision of a List's snapshot: the end of the
 		// gapless prefix of the log after the settled watermark, and the
 		// newest revision logged. Where they differ, a write below the
