@@ -266,7 +266,9 @@ func (r *run[Spec, Status, S, P]) quiesce() {
 	r.mu.Unlock()
 	r.release()
 	r.resume()
-	deadline := time.Now().Add(r.cfg.Horizon)
+	r.mu.Lock()
+	r.settleBy = time.Now().Add(r.cfg.Horizon)
+	r.mu.Unlock()
 	for len(r.failed()) == 0 { // a failed run's reconciles are parked
 		synctest.Wait()
 		obj, ok := r.get()
@@ -286,7 +288,7 @@ func (r *run[Spec, Status, S, P]) quiesce() {
 					// must settle again.
 					r.respond = nil
 					r.act(*a)
-					deadline = time.Now().Add(r.cfg.Horizon)
+					r.settleAgain()
 					continue
 				}
 			}
@@ -298,16 +300,29 @@ func (r *run[Spec, Status, S, P]) quiesce() {
 			}
 			return
 		}
-		left := time.Until(deadline)
+		r.mu.Lock()
+		left := time.Until(r.settleBy)
+		r.mu.Unlock()
 		if left <= 0 {
-			if skipped := r.skippedIn(obj); skipped != "" {
-				r.logf("not settled, and not held against the driver (%s, which its completion may need): %s", skipped, why)
+			if asserted := r.assertedUnchecked(obj); asserted != "" {
+				r.logf("not settled, and not held against the driver (%s): %s", asserted, why)
 				return
 			}
-			r.problem("faults stopped %v ago and the document has not settled: %s", r.cfg.Horizon, why)
+			r.problem("the document has not settled in the %v since faults stopped or an operator last answered: %s", r.cfg.Horizon, why)
 			return
 		}
 		time.Sleep(min(time.Minute, left))
+	}
+}
+
+// settleAgain gives the document, once the run quiesces, the whole
+// horizon from now to settle: an operator's command written then is a
+// change, as an intent is.
+func (r *run[Spec, Status, S, P]) settleAgain() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.settleBy.IsZero() {
+		r.settleBy = time.Now().Add(r.cfg.Horizon)
 	}
 }
 

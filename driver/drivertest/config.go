@@ -112,8 +112,9 @@ type Config[Spec driver.HasIntent[S], Status any, S, P comparable] struct {
 	// move abandoned may be served by a later one. A skip or a move tells
 	// the machine what the harness cannot check of the world: once one is
 	// carried out, the world's Invariant and Matches are logged rather
-	// than failed, a Fault is explained, and so is an operation that
-	// never completes because of a step skipped in it. An operation held
+	// than failed, a Fault is explained, and so is a document that never
+	// settles with no command left pending (a step skipped whose effect
+	// never happened can make later steps fail for good). An operation held
 	// paused while virtual time passed may reach its deadline: its Fault
 	// is explained. Off by default: these actions thin out the others, and
 	// so how often one run finds a defect of the steps.
@@ -125,9 +126,10 @@ type Config[Spec driver.HasIntent[S], Status any, S, P comparable] struct {
 	RequireCoverage bool
 
 	// Horizon bounds, in virtual time, how long a document may take to
-	// settle once intents stop changing and faults stop: to reach a settled
-	// pair, a declared refusal or the Fault phase, or to be removed when
-	// its deletion was requested. Zero means twice the longest deadline of
+	// settle once intents stop changing and faults stop, or since an
+	// operator last answered: to reach a settled pair, a declared refusal
+	// or the Fault phase, or to be removed when its deletion was
+	// requested. Zero means twice the longest deadline of
 	// the machine's phases, plus ten minutes.
 	Horizon time.Duration
 }

@@ -60,7 +60,8 @@
 //
 // After each action the run waits until every goroutine waits, so a run
 // replays exactly from its seed. At the end the faults that last stop and
-// the document must settle within [Config.Horizon].
+// the document must settle within [Config.Horizon] (of an operator's
+// last answer, when one answers then).
 //
 // # What it checks
 //
@@ -89,8 +90,11 @@
 //     served only once an operation has carried it, or with the reason the
 //     machine refused it;
 //   - once faults stop, the document reaches a settled pair, a declared
-//     refusal or the Fault phase within the horizon; a deleted document is
-//     removed once its finalizers clear, unless a failure holds it;
+//     refusal or the Fault phase within the horizon (counted again from an
+//     operator's answer); a deleted document is removed once its
+//     finalizers clear, unless a failure holds it. After an operator's skip
+//     or move, a document that never settles is logged instead: the world
+//     may differ from what the machine was told for good;
 //   - the Fault phase is an accepted end only when something explains it:
 //     the operation failed terminally, its last step call failed (whoever
 //     failed it), a replica was cut off or a call slowed past a lease while

@@ -42,7 +42,6 @@ type opRecord struct {
 	calls      map[string]int // step → calls
 	order      []string       // the steps called, first call first
 	lastFailed bool           // the last step call failed, whoever failed it
-	skipped    string         // the step an operator skipped, if one did
 	cut        bool           // the harness cut a replica off, slowed a call past a lease or held it paused while time passed (since an operator last resumed it from Fault)
 }
 

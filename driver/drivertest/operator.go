@@ -23,8 +23,8 @@ const operatorName = "drivertest"
 // Fault (which the machine may still refuse).
 //
 // An operation held while virtual time passed may outlast its deadline:
-// its Fault is then explained.
-func (r *run[Spec, Status, S, P]) operate(a action[S]) {
+// its Fault is then explained. operate reports whether it wrote.
+func (r *run[Spec, Status, S, P]) operate(a action[S]) bool {
 	var verb statemachine.Verb
 	written := r.editStatus(func(ms *statemachine.Status[S, P]) bool {
 		switch a.kind {
@@ -80,6 +80,7 @@ func (r *run[Spec, Status, S, P]) operate(a action[S]) {
 	if written && verb != "" {
 		r.seen.issue(verb)
 	}
+	return written
 }
 
 // answer writes the first operator command waiting to be written that the
@@ -101,7 +102,9 @@ func (r *run[Spec, Status, S, P]) answer(obj *store.Object[Spec, Status]) {
 	r.armed = slices.Delete(r.armed, i, i+1)
 	r.mu.Unlock()
 	r.logf("  the operator answers: %v", a)
-	r.operate(a)
+	if r.operate(a) {
+		r.settleAgain()
+	}
 }
 
 // command returns the command a (doRetry, doSkip, doMove) writes into ms,

@@ -88,6 +88,7 @@ type run[Spec driver.HasIntent[S], Status any, S, P comparable] struct {
 	gate        chan struct{}  // closed by the next action: step calls wait for it (nil: they do not wait)
 	respond     *action[S]     // what an operator does once the run ends held in Fault (nil: nothing)
 	armed       []action[S]    // operator commands to write as soon as the oncall package's client would
+	settleBy    time.Time      // while the run quiesces: when the document must have settled (an operator's answer puts it off)
 	oneFault    bool           // one one-shot fault armed at a time
 }
 
