@@ -24,10 +24,10 @@
 // A paged List ([store.ListOptions.Limit]) reads by key after the last key
 // of the page before, on the primary key (kind, key), whose keys compare
 // in byte order (schema version 4): keyset pagination, so every page costs
-// the same. The table
-// holds only the newest version of each document, so pages are read at
-// their own time: a document no write touched between pages appears
-// exactly once; one created, changed or removed meanwhile at most once.
+// the same. The table holds only the newest version of each document, so
+// pages are read at their own time: a document no write touched between
+// pages appears exactly once; one created, changed or removed meanwhile
+// at most once.
 //
 // Each write other than a status write is one read-committed transaction:
 // it locks the document row (SELECT … FOR UPDATE), checks the revision
@@ -92,9 +92,10 @@
 //
 // The schema's version is recorded in it; [New] migrates it (version 3
 // replaced the revision counter with the sequence; version 4 made the
-// primary key compare keys in byte order and dropped the index that did), or, with
-// Config.NoMigrate, only checks it and fails with [ErrSchemaOutdated] on a
-// missing or older schema, for programs that must not change the database.
+// primary key compare keys in byte order and dropped the index that did),
+// or, with Config.NoMigrate, only checks it and fails with
+// [ErrSchemaOutdated] on a missing or older schema, for programs that must
+// not change the database.
 //
 // # Leases and fencing
 //

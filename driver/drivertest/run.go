@@ -88,7 +88,7 @@ type run[Spec driver.HasIntent[S], Status any, S, P comparable] struct {
 	gate        chan struct{}  // closed by the next action: step calls wait for it (nil: they do not wait)
 	respond     *action[S]     // what an operator does once the run ends held in Fault (nil: nothing)
 	armed       []action[S]    // operator commands to write as soon as the oncall package's client would
-	settleBy    time.Time      // while the run quiesces: when the document must have settled (an operator's answer puts it off)
+	settleBy    time.Time      // while the run quiesces: when the document must have settled (an operator's command written then puts it off)
 	oneFault    bool           // one one-shot fault armed at a time
 }
 
@@ -625,8 +625,7 @@ func (r *run[Spec, Status, S, P]) watch(ctx context.Context) {
 		return
 	}
 	defer func() { _ = w.Close() }()
-	last := map[string]P{}                           // by uid
-	lastSt := map[string]statemachine.Status[S, P]{} // by uid
+	last := map[string]statemachine.Status[S, P]{} // by uid, its phase never zero
 	for {
 		ev, err := w.Next(ctx)
 		if err != nil {
@@ -651,10 +650,11 @@ func (r *run[Spec, Status, S, P]) watch(ctx context.Context) {
 			phase = r.cfg.Machine.Initial()
 		}
 		uid := obj.UID
-		prev, ok := last[uid]
+		before, ok := last[uid]
+		prev := before.Phase
 		// An operator's move, or an operation resumed from Fault, moves
 		// the phase along no edge: it is checked as a command.
-		byCommand := ok && r.checkCommands(obj, lastSt[uid], phase, ev.Revision)
+		byCommand := ok && r.checkCommands(obj, before, phase, ev.Revision)
 		switch edge := (statemachine.Edge[P]{From: prev, To: phase}); {
 		case !ok || prev == phase:
 		case r.edges[edge]:
@@ -665,7 +665,9 @@ func (r *run[Spec, Status, S, P]) watch(ctx context.Context) {
 		r.seen.mu.Lock()
 		r.seen.pairs[fmt.Sprint(obj.Spec.Intent(), " ", phase)] = true
 		r.seen.mu.Unlock()
-		last[uid], lastSt[uid] = phase, *ms
+		stored := *ms
+		stored.Phase = phase
+		last[uid] = stored
 		r.requests(ms)
 	}
 }
