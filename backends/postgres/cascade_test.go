@@ -18,23 +18,56 @@ import (
 	"github.com/tendhq/tend/store"
 )
 
-// dying is the store as one replica process reaches it: after dieAfter
-// successful deletes the process dies, and every later call fails, so
-// nothing more of it reaches the server and its leases lapse. Successful
-// deletes are counted per document in deleted.
+// dying is the store as one replica process reaches it: once it dies,
+// every later call fails, so nothing more of it reaches the server and its
+// leases lapse. Its successful deletes are counted in deletes and in the
+// ledger its replicas share.
 //
 // With freeze set, the process dies at its first delete instead, and that
 // delete waits until freeze is closed: then it reaches the server, as a
 // request already sent would, and its result is sent on frozen.
 type dying struct {
 	store.Backend
-	dieAfter int64
-	deletes  atomic.Int64
-	dead     atomic.Bool
-	deleted  *sync.Map // "Kind/key@uid" -> *atomic.Int64
-	freeze   chan struct{}
-	froze    atomic.Bool
-	frozen   chan error // capacity 1
+	ledger  *ledger
+	deletes atomic.Int64
+	dead    atomic.Bool
+	freeze  chan struct{}
+	froze   atomic.Bool
+	frozen  chan error // capacity 1
+}
+
+// ledger counts the successful deletes of the replicas sharing it, per
+// document and in all. When the count in all reaches crashAt, victim dies:
+// the crash comes at a set point of the cascade whichever replica made the
+// deletes before it (with shards, which replica reconciles a document
+// depends on the hash of its UID, and which of two replicas deletes a
+// dependent on which reads first).
+type ledger struct {
+	deleted sync.Map // "Kind/key@uid" -> *atomic.Int64
+	total   atomic.Int64
+	crashAt int64
+	victim  *dying
+}
+
+// record counts the delete of the document named by kind, key and uid.
+func (l *ledger) record(kind, key, uid string) {
+	n, _ := l.deleted.LoadOrStore(kind+"/"+key+"@"+uid, new(atomic.Int64))
+	n.(*atomic.Int64).Add(1)
+	if l.total.Add(1) == l.crashAt {
+		l.victim.dead.Store(true)
+	}
+}
+
+// twice returns the documents deleted more than once, with their counts.
+func (l *ledger) twice() []string {
+	var out []string
+	l.deleted.Range(func(doc, n any) bool {
+		if c := n.(*atomic.Int64).Load(); c > 1 {
+			out = append(out, fmt.Sprintf("%s ×%d", doc, c))
+		}
+		return true
+	})
+	return out
 }
 
 var errDead = errors.New("the process is dead")
@@ -87,11 +120,8 @@ func (d *dying) Delete(ctx context.Context, kind, key string, opts store.DeleteO
 	}
 	err := d.Backend.Delete(ctx, kind, key, opts)
 	if err == nil {
-		n, _ := d.deleted.LoadOrStore(kind+"/"+key+"@"+opts.UID, new(atomic.Int64))
-		n.(*atomic.Int64).Add(1)
-		if d.deletes.Add(1) == d.dieAfter {
-			d.dead.Store(true)
-		}
+		d.deletes.Add(1)
+		d.ledger.record(kind, key, opts.UID)
 	}
 	return err
 }
@@ -126,10 +156,11 @@ func (d *dying) ListLeases(ctx context.Context, prefix string) ([]store.Lease, e
 
 // Two replicas run the cascade garbage collector under managers that elect
 // a leader or shard the keys, each on its own connection pool to one
-// schema. One dies after its third delete, in the middle of a foreground
-// cascade; the other takes its work over and completes it: dependents go
-// before their owners, no document is deleted twice, and a dependent with
-// another owner stays with that owner alone.
+// schema. One dies when the cascade has made its third delete, in the
+// middle of a foreground cascade; the other takes its leases and work over
+// and completes it: dependents go before their owners, no document is
+// deleted twice, and a dependent with another owner stays with that owner
+// alone.
 func TestCascadeFailover(t *testing.T) {
 	for _, mode := range []manager.Mode{manager.LeaderElection, manager.Sharded} {
 		t.Run(mode.String(), func(t *testing.T) {
@@ -158,11 +189,11 @@ func TestCascadeFailover(t *testing.T) {
 			}
 			create("Route", "shared", g, keep)
 
-			deleted := &sync.Map{}
+			deletes := &ledger{crashAt: 3}
 			var replicas []*dying
 			var managers []*manager.Manager
 			for _, id := range []string{"a", "b"} {
-				d := &dying{Backend: newStore(t, postgres.Config{Schema: schema, Kinds: kinds, Logger: nopLogger}), deleted: deleted}
+				d := &dying{Backend: newStore(t, postgres.Config{Schema: schema, Kinds: kinds, Logger: nopLogger}), ledger: deletes}
 				c, err := cascade.NewController(cascade.Config{Backend: d, Workers: 2})
 				if err != nil {
 					t.Fatal(err)
@@ -199,7 +230,7 @@ func TestCascadeFailover(t *testing.T) {
 				})
 			}
 			a, b := replicas[0], replicas[1]
-			a.dieAfter = 3
+			deletes.victim = a
 
 			from := g.Meta.Revision
 			if err := cascade.Delete(ctx, s, "Gateway", "g", cascade.Foreground); err != nil {
@@ -221,11 +252,17 @@ func TestCascadeFailover(t *testing.T) {
 			want := []string{"Gateway/keep", "Route/shared"}
 			waitFor(t, 60*time.Second, "the cascade to complete", func() bool { return slices.Equal(names(), want) })
 			if !a.dead.Load() {
-				t.Fatalf("replica a did not die: it deleted %d documents", a.deletes.Load())
+				t.Fatalf("replica a did not die: the cascade made %d deletes", deletes.total.Load())
 			}
 			if b.deletes.Load() == 0 {
 				t.Fatal("replica b deleted nothing")
 			}
+			waitFor(t, 30*time.Second, "replica b to take every lease over", func() bool {
+				if mode == manager.LeaderElection {
+					return managers[1].IsLeader()
+				}
+				return len(managers[1].OwnedShards()) == 8
+			})
 			shared, err := s.Get(ctx, "Route", "shared")
 			if err != nil {
 				t.Fatal(err)
@@ -233,12 +270,9 @@ func TestCascadeFailover(t *testing.T) {
 			if len(shared.Meta.Owners) != 1 || shared.Meta.Owners[0].UID != keep.Meta.UID {
 				t.Errorf("Route/shared owners = %+v, want Gateway/keep alone", shared.Meta.Owners)
 			}
-			deleted.Range(func(doc, n any) bool {
-				if n.(*atomic.Int64).Load() > 1 {
-					t.Errorf("%s deleted %d times", doc, n.(*atomic.Int64).Load())
-				}
-				return true
-			})
+			if twice := deletes.twice(); len(twice) > 0 {
+				t.Errorf("deleted more than once: %v", twice)
+			}
 
 			// Removal order: each secret before its route, each route
 			// before the gateway.
@@ -307,7 +341,7 @@ func TestCascadeFencedWriteOfDeposedLeader(t *testing.T) {
 	var replicas []*dying
 	var managers []*manager.Manager
 	for _, id := range []string{"a", "b"} {
-		d := &dying{Backend: newStore(t, postgres.Config{Schema: schema, Kinds: kinds, Logger: nopLogger}), deleted: &sync.Map{}}
+		d := &dying{Backend: newStore(t, postgres.Config{Schema: schema, Kinds: kinds, Logger: nopLogger}), ledger: &ledger{}}
 		if id == "a" {
 			d.freeze, d.frozen = make(chan struct{}), make(chan error, 1)
 		}
