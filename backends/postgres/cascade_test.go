@@ -194,6 +194,9 @@ func TestCascadeFailover(t *testing.T) {
 			var managers []*manager.Manager
 			for _, id := range []string{"a", "b"} {
 				d := &dying{Backend: newStore(t, postgres.Config{Schema: schema, Kinds: kinds, Logger: nopLogger}), ledger: deletes}
+				if id == "a" {
+					deletes.victim = d
+				}
 				c, err := cascade.NewController(cascade.Config{Backend: d, Workers: 2})
 				if err != nil {
 					t.Fatal(err)
@@ -230,7 +233,6 @@ func TestCascadeFailover(t *testing.T) {
 				})
 			}
 			a, b := replicas[0], replicas[1]
-			deletes.victim = a
 
 			from := g.Meta.Revision
 			if err := cascade.Delete(ctx, s, "Gateway", "g", cascade.Foreground); err != nil {
