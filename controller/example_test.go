@@ -24,13 +24,12 @@ import (
 	"github.com/tendhq/tend/store"
 )
 
-// A controller fed by a channel: each key is reconciled once, however often
-// it is queued while it waits.
+// A controller fed by a channel: each key sent is reconciled, in order with
+// one worker.
 func Example() {
 	ctx, stop := context.WithCancel(context.Background())
-	keys := make(chan string, 3)
+	keys := make(chan string, 2)
 	keys <- "team-a/gw-1"
-	keys <- "team-a/gw-1" // collapses with the waiting key
 	keys <- "team-b/gw-2"
 
 	c, err := controller.New(controller.Config{

@@ -63,7 +63,13 @@ func awaitScenario(t *testing.T, plant fault, wait awaitFunc) []string {
 			t.Fatal(err)
 		}
 		check(created, phStarted)
+		// After a wait that returned early the controller may still be
+		// writing statuses, each a conflict for the change of intent:
+		// UpdateSpec's retries can all lose to one burst of them.
 		written, err := d.UpdateSpec(t.Context(), "gw", func(s *gwSpec) { s.State = gwStopped })
+		for errors.Is(err, store.ErrConflict) {
+			written, err = d.UpdateSpec(t.Context(), "gw", func(s *gwSpec) { s.State = gwStopped })
+		}
 		if err != nil {
 			t.Fatal(err)
 		}

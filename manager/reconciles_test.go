@@ -41,16 +41,20 @@ func TestManagerReconciles(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- m.Run(ctx) }()
+	// A reconcile is recorded after its reconciler returns: wait for the
+	// records, not for the calls.
 	keys <- "a" // fails, then is retried
-	for deadline := time.Now().Add(10 * time.Second); calls.Load() < 2; time.Sleep(5 * time.Millisecond) {
+	var retried []manager.Reconcile
+	for deadline := time.Now().Add(10 * time.Second); len(retried) < 2; time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatal("no retry")
+			t.Fatalf("no retry recorded: %+v", retried)
 		}
+		retried = m.Reconciles("widgets", "a")
 	}
 	keys <- "a"
-	for deadline := time.Now().Add(10 * time.Second); len(m.Reconciles("widgets", "a")) < 2 || calls.Load() < 3; time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); m.Reconciles("widgets", "a")[1].ReconcileID == retried[1].ReconcileID; time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("reconciles %+v", m.Reconciles("widgets", "a"))
+			t.Fatalf("the channel's reconcile was not recorded: %+v", m.Reconciles("widgets", "a"))
 		}
 	}
 	// The failure (channel) has left the two kept: the retry, then the
