@@ -66,9 +66,10 @@ func awaitScenario(t *testing.T, plant fault, wait awaitFunc) []string {
 		// After a wait that returned early the controller may still be
 		// writing statuses, each a conflict for the change of intent:
 		// UpdateSpec's retries can all lose to one burst of them.
-		written, err := d.UpdateSpec(t.Context(), "gw", func(s *gwSpec) { s.State = gwStopped })
+		stopIt := func(s *gwSpec) { s.State = gwStopped }
+		written, err := d.UpdateSpec(t.Context(), "gw", stopIt)
 		for errors.Is(err, store.ErrConflict) {
-			written, err = d.UpdateSpec(t.Context(), "gw", func(s *gwSpec) { s.State = gwStopped })
+			written, err = d.UpdateSpec(t.Context(), "gw", stopIt)
 		}
 		if err != nil {
 			t.Fatal(err)

@@ -126,7 +126,7 @@ func TestOperatorToldWhatIsNot(t *testing.T) {
 		sealing time.Duration
 		end     string // the phase the world's last check sees
 	}{
-		{name: "sealing never completes", end: "Lowering"}, // not settled: the last check followed the last action,
+		{name: "sealing never completes", end: "Lowering"}, // never settled: the last check came after the last action
 		{name: "sealing reaches its deadline after the horizon", sealing: 2 * time.Hour, end: "Stuck"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
