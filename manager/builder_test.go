@@ -166,14 +166,16 @@ func TestBuilderWiresSharedSettings(t *testing.T) {
 		}
 	}
 	// The registration is recorded beside the controllers as Run starts,
-	// not before them: wait for it.
+	// not before them, and the garbage collector reconciles the lamp in its
+	// own time, perhaps after the lamp is lit: wait for both.
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		_, err := registry.Get(ctx, backend, "Lamp")
-		if err == nil {
+		collected := spans.counted(controller.SpanReconcile+"/cascade") > 0
+		if err == nil && collected {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("registration: %v", err)
+			t.Fatalf("registration: %v; garbage collector reconciled: %v", err, collected)
 		}
 	}
 	cancel()
