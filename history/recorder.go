@@ -122,7 +122,8 @@ type Recorder struct {
 	replica    string
 	log        *zap.Logger // a no-op logger when logging is off
 
-	wake chan struct{} // capacity 1: entries wait
+	wake     chan struct{} // capacity 1: entries wait
+	flushing chan struct{} // capacity 1: held by the flush under way
 
 	mu       sync.Mutex // guards pending, drops, unlogged and written
 	pending  []pendingEntry
@@ -154,6 +155,7 @@ func NewRecorder(b store.Backend, cfg RecorderConfig) (*Recorder, error) {
 		interval:   cmp.Or(cfg.FlushInterval, DefaultFlushInterval),
 		replica:    cfg.Replica,
 		wake:       make(chan struct{}, 1),
+		flushing:   make(chan struct{}, 1),
 		drops:      map[string]uint64{},
 		unlogged:   map[string]uint64{},
 	}
@@ -310,13 +312,24 @@ func graceful(ctx context.Context) (context.Context, context.CancelFunc) {
 }
 
 // Flush writes every entry waiting now, one write per document, and
-// returns how many it could not write. A write that conflicts with another
-// writer's is tried again, with backoff, until ctx ends. The entries of a
-// write the store refused for good are dropped and counted
-// ([DropWriteFailed]); those of another failed write (the store
-// unreachable, ctx ended) wait in the buffer for the next flush. Drops are
-// logged once per flush.
+// returns how many it could not write. A flush under way ([Recorder.Run]'s)
+// is waited for first, so that when Flush returns every entry recorded
+// before it was called has been written, dropped or counted unwritten; if
+// ctx ends during that wait, Flush writes nothing and returns how many
+// entries wait. A write that conflicts with another writer's is tried
+// again, with backoff, until ctx ends. The entries of a write the store
+// refused for good are dropped and counted ([DropWriteFailed]); those of
+// another failed write (the store unreachable, ctx ended) wait in the
+// buffer for the next flush. Drops are logged once per flush.
 func (r *Recorder) Flush(ctx context.Context) (unwritten int) {
+	select {
+	case r.flushing <- struct{}{}:
+		defer func() { <-r.flushing }()
+	case <-ctx.Done():
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return len(r.pending)
+	}
 	r.mu.Lock()
 	batch := r.pending
 	r.pending = nil

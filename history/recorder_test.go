@@ -295,6 +295,13 @@ func (s slow) Create(ctx context.Context, doc store.Document) (store.Document, e
 	return s.Backend.Create(ctx, doc)
 }
 
+func (s slow) UpdateSpec(ctx context.Context, doc store.Document) (store.Document, error) {
+	if err := wait.Sleep(ctx, time.Second); err != nil {
+		return store.Document{}, err
+	}
+	return s.Backend.UpdateSpec(ctx, doc)
+}
+
 // TestStopDuringWrite stops the recorder while it writes: the write in
 // flight completes, and no entry is dropped.
 func TestStopDuringWrite(t *testing.T) {
@@ -316,6 +323,50 @@ func TestStopDuringWrite(t *testing.T) {
 		}
 		if got := read(t, mem, "gw"); len(got) != 1 || rec.Dropped(history.DropWriteFailed) != 0 {
 			t.Fatalf("stopped during a write: history %v, %d dropped", got, rec.Dropped(history.DropWriteFailed))
+		}
+	})
+}
+
+// TestFlushWaitsForRunsFlush calls Flush while Run's flush is writing an
+// entry: Flush returns once that entry is stored, not at once because no
+// entry waits in the buffer.
+func TestFlushWaitsForRunsFlush(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := newStore(t)
+		doc := create(t, mem, "gw")
+		const interval = time.Second
+		rec, err := history.NewRecorder(slow{mem}, history.RecorderConfig{FlushInterval: interval})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- rec.Run(ctx) }()
+		rec.Record(kind, "gw", doc.Meta.UID, history.Entry{Type: history.Transition, To: "Started"})
+		synctest.Wait() // Run's flush writes the entry
+		if n := rec.Flush(t.Context()); n != 0 {
+			t.Errorf("Flush: %d unwritten", n)
+		}
+		if got := read(t, mem, "gw"); len(got) != 1 {
+			t.Errorf("after Flush, history %v, want the entry recorded before it", got)
+		}
+		// A flush that cannot wait for the one under way writes nothing
+		// and says how many entries wait.
+		rec.Record(kind, "gw", doc.Meta.UID, history.Entry{Type: history.Transition, To: "Stopped"})
+		time.Sleep(interval) // Run's pause after a flush
+		synctest.Wait()      // Run's flush writes the entry
+		rec.Record(kind, "gw", doc.Meta.UID, history.Entry{Type: history.Transition, To: "Started"})
+		impatient, stop := context.WithTimeout(t.Context(), 100*time.Millisecond)
+		defer stop()
+		if n := rec.Flush(impatient); n != 1 {
+			t.Errorf("Flush given up while another writes: %d unwritten, want 1", n)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if got := read(t, mem, "gw"); len(got) != 3 {
+			t.Errorf("after Run stopped, history %v, want 3 entries", got)
 		}
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/embedded"
 	"go.opentelemetry.io/otel/trace/noop"
@@ -209,9 +210,18 @@ func TestBuilderWiresSharedSettings(t *testing.T) {
 // hasSeries reports whether reg has a series of metric with label = value.
 func hasSeries(t *testing.T, reg *prometheus.Registry, metric, label, value string) bool {
 	t.Helper()
-	families, err := reg.Gather()
+	m, err := series(reg, metric, label, value)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return m != nil
+}
+
+// series returns reg's series of metric with label = value, or nil.
+func series(reg *prometheus.Registry, metric, label, value string) (*dto.Metric, error) {
+	families, err := reg.Gather()
+	if err != nil {
+		return nil, err
 	}
 	for _, f := range families {
 		if f.GetName() != metric {
@@ -220,12 +230,12 @@ func hasSeries(t *testing.T, reg *prometheus.Registry, metric, label, value stri
 		for _, m := range f.GetMetric() {
 			for _, l := range m.GetLabel() {
 				if l.GetName() == label && l.GetValue() == value {
-					return true
+					return m, nil
 				}
 			}
 		}
 	}
-	return false
+	return nil, nil
 }
 
 // kindsOnly is a store that cannot be given kinds.

@@ -12,6 +12,8 @@ import (
 	"go.opentelemetry.io/otel/trace/embedded"
 	"go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/tendhq/tend/backends/memory"
 	"github.com/tendhq/tend/controller"
 	"github.com/tendhq/tend/manager"
@@ -19,11 +21,14 @@ import (
 )
 
 // keyOrder is a trace.TracerProvider that records the key of each
-// reconcile span, in start order.
+// reconcile span, in start order. The first reconcile calls hold before it
+// is recorded.
 type keyOrder struct {
 	embedded.TracerProvider
-	mu   sync.Mutex // guards keys
-	keys []string
+	hold  func()
+	first sync.Once
+	mu    sync.Mutex // guards keys
+	keys  []string
 }
 
 func (p *keyOrder) Tracer(string, ...trace.TracerOption) trace.Tracer { return &keyTracer{p: p} }
@@ -35,6 +40,7 @@ type keyTracer struct {
 
 func (t *keyTracer) Start(ctx context.Context, name string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
 	if name == controller.SpanReconcile {
+		t.p.first.Do(t.p.hold)
 		cfg := trace.NewSpanStartConfig(opts...)
 		for _, a := range cfg.Attributes() {
 			if a.Key == "tend.key" {
@@ -50,21 +56,14 @@ func (t *keyTracer) Start(ctx context.Context, name string, opts ...trace.SpanSt
 // smallTenantsAfter drives 500 lamps of tenant "big" and ten of each of
 // nine small tenants, one worker grouping keys by group, and returns after
 // how many reconciles each small tenant had all its lamps reconciled once.
+//
+// The first reconcile waits until every lamp was queued: the worker starts
+// while the first list is still being queued, in key order, and it could
+// otherwise take big lamps before any small tenant's lamp reached the queue.
 func smallTenantsAfter(t *testing.T, group func(string) string) map[string]int {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	backend, err := memory.New(memory.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	order := &keyOrder{}
-	mgr, err := manager.New(manager.Config{Store: backend, TracerProvider: order})
-	if err != nil {
-		t.Fatal(err)
-	}
-	on, off, lit := (&lamps{lit: map[string]bool{}}).bind()
-	d, err := manager.Drive[lampSpec, lampStatus](mgr, lampMachine(on, off, lit)).Steps(on, off).Conditions(lit).
-		Group(group, 0).Complete()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,6 +75,19 @@ func smallTenantsAfter(t *testing.T, group func(string) string) map[string]int {
 		for j := range 10 {
 			keys = append(keys, fmt.Sprintf("t%d/%d", i, j))
 		}
+	}
+	reg := prometheus.NewRegistry()
+	var unqueued error // set by the hold, read after Run returns
+	order := &keyOrder{hold: func() { unqueued = queuedAll(reg, len(keys)) }}
+	mgr, err := manager.New(manager.Config{Store: backend, TracerProvider: order, MetricsRegisterer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	on, off, lit := (&lamps{lit: map[string]bool{}}).bind()
+	d, err := manager.Drive[lampSpec, lampStatus](mgr, lampMachine(on, off, lit)).Steps(on, off).Conditions(lit).
+		Group(group, 0).Complete()
+	if err != nil {
+		t.Fatal(err)
 	}
 	for _, k := range keys {
 		if _, err := d.Create(ctx, &lamp{Meta: store.Meta{Key: k}, Spec: lampSpec{State: "Off"}}); err != nil {
@@ -115,7 +127,26 @@ func smallTenantsAfter(t *testing.T, group func(string) string) map[string]int {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+	if unqueued != nil {
+		t.Fatal(unqueued)
+	}
 	return after
+}
+
+// queuedAll waits until the Lamp queue has had n keys added, for up to ten
+// seconds.
+func queuedAll(reg *prometheus.Registry, n int) error {
+	var adds float64
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		m, err := series(reg, "workqueue_adds_total", "name", "Lamp")
+		if err != nil {
+			return err
+		}
+		if adds = m.GetCounter().GetValue(); adds >= float64(n) {
+			return nil
+		}
+	}
+	return fmt.Errorf("the first reconcile waited for %d lamps to be queued; %v were", n, adds)
 }
 
 // TestBuilderGroups checks that the builder's Group reaches the queue:
