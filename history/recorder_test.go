@@ -122,6 +122,20 @@ func TestOwnerAndNewLife(t *testing.T) {
 	}
 }
 
+// start runs rec until the returned stop is called. stop returns once Run
+// has, and fails the test if Run returned an error.
+func start(t *testing.T, rec *history.Recorder) (stop func()) {
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- rec.Run(ctx) }()
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	}
+}
+
 // failing fails every write of a history.
 type failing struct {
 	store.Backend
@@ -162,10 +176,7 @@ func TestDropsCounted(t *testing.T) {
 			rec.Record(kind, "gw", doc.Meta.UID, history.Entry{Type: history.StepStarted, Step: fmt.Sprint(i)})
 		}
 		rec.Record(kind, "gw", doc.Meta.UID, history.Entry{Type: history.Transition, To: "B"})
-		ctx, cancel := context.WithCancel(t.Context())
-		defer cancel()
-		done := make(chan error, 1)
-		go func() { done <- rec.Run(ctx) }()
+		stop := start(t, rec)
 		synctest.Wait()
 		if got, want := stats(), (history.RecorderStats{DroppedBufferFull: 2}); got != want {
 			t.Errorf("while the store is down: stats %+v, want %+v (the failed write waits)", got, want)
@@ -186,10 +197,7 @@ func TestDropsCounted(t *testing.T) {
 		// store refuses are dropped.
 		rec.Record(kind, "gw", doc.Meta.UID, history.Entry{Type: history.Transition})
 		rec.Record("Unknown", "gw", doc.Meta.UID, history.Entry{Type: history.Transition})
-		cancel()
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
+		stop()
 		if got := read(t, mem, "gw"); len(got) != 5 {
 			t.Fatalf("after Run stopped: %v, want 5 entries", got)
 		}
@@ -210,14 +218,9 @@ func TestUnwrittenAtStopDropped(t *testing.T) {
 			t.Fatal(err)
 		}
 		rec.Record(kind, "gw", doc.Meta.UID, history.Entry{Type: history.Transition})
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error, 1)
-		go func() { done <- rec.Run(ctx) }()
+		stop := start(t, rec)
 		time.Sleep(10 * time.Second)
-		cancel()
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
+		stop()
 		if got := rec.Dropped(history.DropWriteFailed); got != 1 {
 			t.Fatalf("%d dropped for a failed write, want 1", got)
 		}
@@ -312,15 +315,10 @@ func TestStopDuringWrite(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error, 1)
-		go func() { done <- rec.Run(ctx) }()
+		stop := start(t, rec)
 		rec.Record(kind, "gw", doc.Meta.UID, history.Entry{Type: history.Transition, To: "Started"})
 		time.Sleep(500 * time.Millisecond) // the write is half done
-		cancel()
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
+		stop()
 		if got := read(t, mem, "gw"); len(got) != 1 || rec.Dropped(history.DropWriteFailed) != 0 {
 			t.Fatalf("stopped during a write: history %v, %d dropped", got, rec.Dropped(history.DropWriteFailed))
 		}
@@ -339,9 +337,7 @@ func TestFlushWaitsForRunsFlush(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error, 1)
-		go func() { done <- rec.Run(ctx) }()
+		stop := start(t, rec)
 		rec.Record(kind, "gw", doc.Meta.UID, history.Entry{Type: history.Transition, To: "Started"})
 		synctest.Wait() // Run's flush writes the entry
 		if n := rec.Flush(t.Context()); n != 0 {
@@ -356,15 +352,12 @@ func TestFlushWaitsForRunsFlush(t *testing.T) {
 		time.Sleep(interval) // Run's pause after a flush
 		synctest.Wait()      // Run's flush writes the entry
 		rec.Record(kind, "gw", doc.Meta.UID, history.Entry{Type: history.Transition, To: "Started"})
-		impatient, stop := context.WithTimeout(t.Context(), 100*time.Millisecond)
-		defer stop()
+		impatient, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+		defer cancel()
 		if n := rec.Flush(impatient); n != 1 {
 			t.Errorf("Flush given up while another writes: %d unwritten, want 1", n)
 		}
-		cancel()
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
+		stop()
 		if got := read(t, mem, "gw"); len(got) != 3 {
 			t.Errorf("after Run stopped, history %v, want 3 entries", got)
 		}
