@@ -286,7 +286,9 @@ func requestsServedUnseen(b store.Backend, coll *store.Collection[gwSpec, gwStat
 // outcomeLost loses the first status write of a document after one that
 // conflicted: the outcome of a step, recorded over a write made while the
 // step ran, is acknowledged and never stored, and the driver, deciding
-// again on what is stored, runs the step again before its backoff allows.
+// again on what is stored, runs the step again before its backoff allows;
+// or, when the lost write began the next operation, runs that operation's
+// first step under an id never stored.
 func outcomeLost(b store.Backend, coll *store.Collection[gwSpec, gwStatus]) store.Backend {
 	var mu sync.Mutex // guards conflicted
 	conflicted := map[string]bool{}

@@ -64,7 +64,10 @@ var plantedDriverDefects = []struct {
 	// the backoff allows: whichever check sees it first reports it.
 	{"a failed step is retried at once", retryTimeLost, []string{"before its stored retry time", "its backoff allows"}},
 	{"a request is recorded served without an operation", requestsServedUnseen, []string{"no operation carried it"}},
-	{"a step's outcome is lost to a write made while it ran", outcomeLost, []string{"its backoff allows"}},
+	// The lost write is the step's outcome (its retry comes too soon) or
+	// the next operation's beginning (its first step runs under an id
+	// not stored), as the driver's next decision falls.
+	{"a step's outcome is lost to a write made while it ran", outcomeLost, []string{"its backoff allows", "not the operation stored"}},
 	{"an operation's step runs before its id is stored", idUnstored, []string{"not the operation stored"}},
 }
 
