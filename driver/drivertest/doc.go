@@ -59,9 +59,13 @@
 //     Fault is mostly answered too).
 //
 // After each action the run waits until every goroutine waits, so a run
-// replays exactly from its seed. At the end the faults that last stop and
-// the document must settle within [Config.Horizon] (of an operator's
-// last answer, when one answers then).
+// mostly replays from its seed. What the goroutines of the replicas and
+// their controllers do between two such waits may still interleave
+// differently from one run to the next (under -race the Go scheduler
+// shuffles them on purpose): a failure that hangs on such a race can
+// replay as a pass, or show another symptom of the same defect. At the end
+// the faults that last stop and the document must settle within
+// [Config.Horizon] (of an operator's last answer, when one answers then).
 //
 // # What it checks
 //
