@@ -108,17 +108,6 @@ func (r *run[Spec, Status, S, P]) checkCommands(obj *store.Object[Spec, Status],
 			describeOutcomes(outcomes), revision, g, w)
 		return false
 	}
-	if before.Failure != nil && slices.ContainsFunc(outcomes, func(o statemachine.CommandOutcome) bool {
-		return o.Applied && o.Command.Verb == statemachine.VerbMove
-	}) {
-		// The move abandons the failed operation: a request token it
-		// carried, never served, is served by a later one.
-		r.mu.Lock()
-		for _, ops := range r.servedBy {
-			delete(ops, before.Failure.Operation.ID)
-		}
-		r.mu.Unlock()
-	}
 	return want.Phase == phase && before.Phase != phase
 }
 

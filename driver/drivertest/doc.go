@@ -90,7 +90,9 @@
 //     (statemachine.Machine.ApplyCommands): the only way the phase leaves
 //     Fault along no edge; a retry or a skip restarts the step's backoff;
 //   - no two step calls of one document overlap, on one replica or two;
-//   - every request token is carried by one operation at most, and recorded
+//   - every request token is carried by one operation at most (or by a
+//     later one when the first ended leaving it pending: aborted by a
+//     change of intent, or moved away from by an operator), and recorded
 //     served only once an operation has carried it, or with the reason the
 //     machine refused it;
 //   - once faults stop, the document reaches a settled pair, a declared

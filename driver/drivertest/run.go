@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -73,7 +72,7 @@ type run[Spec driver.HasIntent[S], Status any, S, P comparable] struct {
 	fences      map[string]int64           // the last fence granted, by lease name
 	instant     time.Time                  // the virtual instant of the last reconcile
 	reconciles  int                        // the reconciles at instant
-	servedBy    map[string]map[string]bool // request token → ids of the operations that carried it
+	servedBy    map[string]map[string]bool // request token → ids of the operations that carried it and did not abandon it
 	ops         map[string]*opRecord       // by operation id
 	checked     map[string]bool            // request tokens seen recorded served
 	seen        *coverage                  // what the run exercised (its own lock)
@@ -616,8 +615,8 @@ func (r *run[Spec, Status, S, P]) observer(name string, obs driver.ObserverFunc[
 
 // watch checks every write of the run's documents, in revision order: the
 // phase moves only along the machine's edges, and every request token is
-// carried by at most one operation and recorded served only once one has
-// carried it.
+// carried by at most one operation (besides those that abandoned it) and
+// recorded served only once one has carried it.
 func (r *run[Spec, Status, S, P]) watch(ctx context.Context) {
 	w, err := r.mem.Watch(ctx, r.cfg.Kind, 0)
 	if err != nil {
@@ -668,6 +667,9 @@ func (r *run[Spec, Status, S, P]) watch(ctx context.Context) {
 		stored := *ms
 		stored.Phase = phase
 		last[uid] = stored
+		if ok {
+			r.abandoned(&before, ms)
+		}
 		r.requests(ms)
 	}
 }
@@ -718,6 +720,46 @@ func (r *run[Spec, Status, S, P]) statusWritten(before, doc store.Document) {
 	r.logf("  write: %s", what)
 }
 
+// abandoned forgets the operation before held open (running, or failed and
+// resumable) as a carrier of the tokens it leaves pending when after no
+// longer holds it: an operation aborted by a change of intent, or moved
+// away from by an operator, served nothing, and a later operation may
+// carry its tokens. A token it leaves served, or withdrawn, stays carried:
+// carried again, it is served twice.
+func (r *run[Spec, Status, S, P]) abandoned(before, after *statemachine.Status[S, P]) {
+	op := openOperation(before)
+	if op == nil || op.Request == "" {
+		return
+	}
+	if now := openOperation(after); now != nil && now.ID == op.ID {
+		return
+	}
+	i := slices.IndexFunc(after.Requests, func(rq statemachine.RequestState) bool { return rq.Name == op.Request })
+	if i < 0 {
+		return
+	}
+	rq := after.Requests[i]
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, tok := range op.Tokens {
+		if slices.Contains(rq.Tokens, tok) && !slices.Contains(rq.Served, tok) {
+			delete(r.servedBy[tok], op.ID)
+		}
+	}
+}
+
+// openOperation returns the operation st holds open: the one running, or the one
+// that failed, which an operator may resume.
+func openOperation[S, P comparable](st *statemachine.Status[S, P]) *statemachine.Operation[P] {
+	switch {
+	case st.Operation != nil:
+		return st.Operation
+	case st.Failure != nil:
+		return &st.Failure.Operation
+	}
+	return nil
+}
+
 // requests checks the request bookkeeping of one written status.
 func (r *run[Spec, Status, S, P]) requests(ms *statemachine.Status[S, P]) {
 	r.mu.Lock()
@@ -729,8 +771,13 @@ func (r *run[Spec, Status, S, P]) requests(ms *statemachine.Status[S, P]) {
 			}
 			r.servedBy[tok][op.ID] = true
 			if len(r.servedBy[tok]) > 1 {
-				r.problems = append(r.problems, fmt.Sprintf("request %s %s served by %d operations: %v",
-					op.Request, tok, len(r.servedBy[tok]), slices.Sorted(maps.Keys(r.servedBy[tok]))))
+				names := make([]string, 0, len(r.servedBy[tok]))
+				for id := range r.servedBy[tok] {
+					names = append(names, r.op(id).name)
+				}
+				slices.Sort(names)
+				r.problems = append(r.problems, fmt.Sprintf("request %s %s served by %d operations: %s",
+					op.Request, tok, len(names), strings.Join(names, ", ")))
 			}
 		}
 	}

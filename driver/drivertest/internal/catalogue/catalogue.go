@@ -164,7 +164,8 @@ var Defects = []struct {
 	// A stopped VM settles while it still runs, or a deleted one is
 	// removed while it does.
 	{ObserverLies, "an observer that lies", []string{"still running true", "running true"}},
-	{RebootNotKeyed, "a step not keyed on the operation id", []string{"rebooted 2 times"}},
+	// Twice or more: retries within one action may reboot it again.
+	{RebootNotKeyed, "a step not keyed on the operation id", []string{"times for reboot"}},
 	{TokenReused, "a request served twice", []string{"served by 2 operations"}},
 	{AbortMissing, "a missing abort for deletion", []string{"billed for a VM being deleted"}},
 }
