@@ -748,8 +748,8 @@ func (r *run[Spec, Status, S, P]) abandoned(before, after *statemachine.Status[S
 	}
 }
 
-// openOperation returns the operation st holds open: the one running, or the one
-// that failed, which an operator may resume.
+// openOperation returns the operation st holds open: the one running, or
+// the one that failed, which an operator may resume.
 func openOperation[S, P comparable](st *statemachine.Status[S, P]) *statemachine.Operation[P] {
 	switch {
 	case st.Operation != nil:
